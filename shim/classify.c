@@ -1,0 +1,67 @@
+/* classify.c - see classify.h. No I/O, no globals. */
+#include "classify.h"
+
+#include <string.h>
+#include <strings.h>
+
+static int ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+enum shim_api shim_classify_url(const char *url)
+{
+    const char *p, *path, *end;
+    size_t n;
+
+    if (!url)
+        return SHIM_API_NONE;
+    p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    path = strchr(p, '/');
+    if (!path)
+        return SHIM_API_NONE;
+    end = path + strcspn(path, "?#");
+    n = (size_t)(end - path);
+    if (n > 1 && path[n - 1] == '/')
+        n--; /* tolerate one trailing slash */
+    if (ends_with(path, n, "/responses"))
+        return SHIM_API_RESPONSES;
+    if (ends_with(path, n, "/chat/completions"))
+        return SHIM_API_CHAT;
+    return SHIM_API_NONE;
+}
+
+enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
+                                     const char *url, const char *body,
+                                     size_t len, size_t max_body)
+{
+    static const char needle[] = "code_interpreter";
+
+    if (!is_post || !body || len == 0 || len > max_body)
+        return SHIM_API_NONE;
+    if (custom_request && strcasecmp(custom_request, "POST") != 0)
+        return SHIM_API_NONE;
+    if (!memmem(body, len, needle, sizeof(needle) - 1))
+        return SHIM_API_NONE;
+    return shim_classify_url(url);
+}
+
+int shim_classify_body(const cJSON *req)
+{
+    const cJSON *tools, *t;
+
+    if (!cJSON_IsObject(req))
+        return 0;
+    tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+    if (!cJSON_IsArray(tools))
+        return 0;
+    cJSON_ArrayForEach(t, tools)
+    {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, "code_interpreter"))
+            return 1;
+    }
+    return 0;
+}

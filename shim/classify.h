@@ -1,0 +1,29 @@
+/* classify.h - pure: is this transfer one codeshim takes over?
+ *
+ * Ours: a POST whose URL path ends in /responses or /chat/completions (any
+ * host), with an in-memory JSON object body whose tools contain an entry of
+ * type "code_interpreter". Everything else goes to libcurl untouched. The
+ * cheap checks (method, URL, a substring scan) run before any parsing, so
+ * pass-through costs next to nothing. */
+#ifndef SHIM_CLASSIFY_H
+#define SHIM_CLASSIFY_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+enum shim_api {
+    SHIM_API_NONE = 0,
+    SHIM_API_RESPONSES,
+    SHIM_API_CHAT,
+};
+
+/* Which API the URL's path names (query and fragment ignored). */
+enum shim_api shim_classify_url(const char *url);
+/* Method/URL/size pre-check; SHIM_API_NONE means "pass through". */
+enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
+                                     const char *url, const char *body,
+                                     size_t len, size_t max_body);
+/* 1 when req is an object whose tools hold a code_interpreter entry. */
+int shim_classify_body(const cJSON *req);
+
+#endif

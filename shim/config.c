@@ -1,0 +1,151 @@
+/* config.c - the only getenv() caller; see config.h. */
+#include "config.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct parse_ctx {
+    shim_env_fn env;
+    shim_warn_fn warn;
+    void *ctx;
+};
+
+static void warnf(struct parse_ctx *p, const char *name, const char *val,
+                  const char *why)
+{
+    char msg[256];
+
+    if (!p->warn)
+        return;
+    snprintf(msg, sizeof(msg), "%s=%.64s is %s; using the default", name, val,
+             why);
+    p->warn(msg, p->ctx);
+}
+
+static long long get_num(struct parse_ctx *p, const char *name, long long def,
+                         long long lo, long long hi)
+{
+    const char *v = p->env(name, p->ctx);
+    char *end;
+    long long n;
+
+    if (!v || !*v)
+        return def;
+    errno = 0;
+    n = strtoll(v, &end, 10);
+    if (errno || *end || end == v) {
+        warnf(p, name, v, "not a whole number");
+        return def;
+    }
+    if (n < lo || n > hi) {
+        warnf(p, name, v, "out of range");
+        return def;
+    }
+    return n;
+}
+
+static void get_str(struct parse_ctx *p, const char *name, const char *def,
+                    char *out, size_t outsz)
+{
+    const char *v = p->env(name, p->ctx);
+
+    if (!v || !*v)
+        v = def;
+    if (strlen(v) >= outsz) {
+        warnf(p, name, v, "too long");
+        v = def;
+    }
+    snprintf(out, outsz, "%s", v);
+}
+
+static int get_bool(struct parse_ctx *p, const char *name)
+{
+    const char *v = p->env(name, p->ctx);
+
+    if (!v || !*v || !strcmp(v, "0") || !strcasecmp(v, "false") ||
+        !strcasecmp(v, "no"))
+        return 0;
+    return 1;
+}
+
+static int get_level(struct parse_ctx *p)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    const char *v = p->env("CODESHIM_LOG", p->ctx);
+    int i;
+
+    if (!v || !*v)
+        return SHIM_LOG_WARN;
+    for (i = 0; i < 4; i++)
+        if (!strcasecmp(v, names[i]))
+            return i;
+    warnf(p, "CODESHIM_LOG", v, "not one of error|warn|info|debug");
+    return SHIM_LOG_WARN;
+}
+
+void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
+                       void *ctx)
+{
+    struct parse_ctx p = {env, warn, ctx};
+
+    memset(c, 0, sizeof(*c));
+    c->disabled = get_bool(&p, "CODESHIM_DISABLE");
+    c->max_loops = (int)get_num(&p, "CODESHIM_MAX_LOOPS", 10, 1, 1000);
+    c->exec_timeout_s = (int)get_num(&p, "CODESHIM_EXEC_TIMEOUT", 60, 1, 86400);
+    c->output_cap =
+        (size_t)get_num(&p, "CODESHIM_OUTPUT_CAP", 20000, 256, 10 << 20);
+    c->max_request = (size_t)get_num(&p, "CODESHIM_MAX_REQUEST", 32 << 20,
+                                     4096, 1LL << 30);
+    c->max_response = (size_t)get_num(&p, "CODESHIM_MAX_RESPONSE", 64 << 20,
+                                      4096, 1LL << 30);
+    c->log_level = get_level(&p);
+    get_str(&p, "CODESHIM_LOG_FILE", "", c->log_file, sizeof(c->log_file));
+    get_str(&p, "CODESHIM_PYTHON", "/usr/bin/python3", c->python,
+            sizeof(c->python));
+    get_str(&p, "CODESHIM_SANDBOX", "local", c->sandbox, sizeof(c->sandbox));
+    get_str(&p, "TMPDIR", "/tmp", c->tmpdir, sizeof(c->tmpdir));
+}
+
+/* ---- process-wide instance ---- */
+
+static struct shim_config g_config;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static const char *real_env(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+#define MAX_WARNINGS 8
+static char g_warnings[MAX_WARNINGS][256];
+static int g_nwarnings;
+
+static void keep_warning(const char *msg, void *ctx)
+{
+    (void)ctx;
+    if (g_nwarnings < MAX_WARNINGS)
+        snprintf(g_warnings[g_nwarnings++], sizeof(g_warnings[0]), "%s", msg);
+}
+
+static void load(void)
+{
+    int i;
+
+    shim_config_parse(&g_config, real_env, keep_warning, NULL);
+    shim_log_setup(g_config.log_level, g_config.log_file);
+    for (i = 0; i < g_nwarnings; i++)
+        LOG_WARN("%s", g_warnings[i]);
+}
+
+const struct shim_config *shim_config(void)
+{
+    pthread_once(&g_once, load);
+    return &g_config;
+}

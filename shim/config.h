@@ -1,0 +1,39 @@
+/* config.h - codeshim's settings, read once from CODESHIM_* variables.
+ *
+ * config.c is the only caller of getenv(). The struct is filled once and is
+ * immutable afterwards; every module reads it through shim_config(). A bad
+ * value is logged and its default used: configuration never breaks the
+ * host program. The README documents every variable with its range. */
+#ifndef SHIM_CONFIG_H
+#define SHIM_CONFIG_H
+
+#include <stddef.h>
+
+#define SHIM_PATH_MAX 4096
+
+struct shim_config {
+    int disabled;               /* CODESHIM_DISABLE=1: pure pass-through */
+    int max_loops;              /* CODESHIM_MAX_LOOPS: executions/request */
+    int exec_timeout_s;         /* CODESHIM_EXEC_TIMEOUT: wall clock/exec */
+    size_t output_cap;          /* CODESHIM_OUTPUT_CAP: bytes of tool output */
+    size_t max_request;         /* CODESHIM_MAX_REQUEST: larger bodies pass */
+    size_t max_response;        /* CODESHIM_MAX_RESPONSE: upstream body cap */
+    int log_level;              /* CODESHIM_LOG */
+    char log_file[SHIM_PATH_MAX];  /* CODESHIM_LOG_FILE ("" = stderr) */
+    char python[SHIM_PATH_MAX];    /* CODESHIM_PYTHON */
+    char sandbox[32];              /* CODESHIM_SANDBOX: backend name */
+    char tmpdir[SHIM_PATH_MAX];    /* TMPDIR or /tmp: sandbox work dirs */
+};
+
+/* The process-wide configuration; loaded on first use (thread-safe). */
+const struct shim_config *shim_config(void);
+
+/* Pure parser used by shim_config() and the unit tests: fills c from the
+ * lookup function (getenv-shaped). Warnings about bad values go to warn,
+ * which may be NULL. */
+typedef const char *(*shim_env_fn)(const char *name, void *ctx);
+typedef void (*shim_warn_fn)(const char *msg, void *ctx);
+void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
+                       void *ctx);
+
+#endif

@@ -1,0 +1,76 @@
+/* conv.h - the state of one intercepted conversation, shared by the loop
+ * (loop.c) and the API adapters (responses.c, chat.c).
+ *
+ * An adapter is a set of pure functions over cJSON: it rewrites the
+ * program's request for the upstream, finds codeshim's tool calls in an
+ * upstream reply, extends the upstream request with a turn and its tool
+ * outputs, and shapes the final answer. No I/O happens here. */
+#ifndef SHIM_CONV_H
+#define SHIM_CONV_H
+
+#include "sandbox.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define SHIM_TOOL_NAME_MAX 64
+
+/* One call of codeshim's own tool, and what running it gave. */
+struct shim_call {
+    char *call_id;   /* the model's call id (owned) */
+    char *arguments; /* raw arguments string (owned) */
+    char *code;      /* the code, NULL when the arguments were unusable */
+    char *output;    /* text handed back to the model (owned) */
+    const char *status; /* code_interpreter_call status */
+    struct shim_exec_result res;
+    char ci_id[64];        /* "ci_..." */
+    char container_id[64]; /* "cntr_..." */
+    int executed;
+};
+
+struct shim_conv {
+    char tool_name[SHIM_TOOL_NAME_MAX]; /* the function tool codeshim made */
+    int forced_choice;   /* tool_choice forces a call: never replay it */
+    int stream;          /* the program asked for SSE */
+    int include_usage;   /* chat stream_options.include_usage */
+    int max_exec;        /* executions allowed for this request */
+    cJSON *visible;      /* Responses: output items the program will see */
+    cJSON *usage;        /* usage summed over every upstream reply */
+    int nreplies;        /* upstream replies seen */
+};
+
+void shim_call_free(struct shim_call *c);
+void shim_conv_free(struct shim_conv *cv);
+
+struct shim_api_ops {
+    const char *name;
+    /* Upstream request for the first call (caller owns), or NULL. */
+    cJSON *(*prepare)(const cJSON *req, struct shim_conv *cv);
+    /* Collects codeshim's calls in reply into *calls (caller frees each
+     * with shim_call_free, then the array); *foreign = 1 when the reply
+     * also calls one of the program's tools. 0, or -EPROTO when the reply
+     * has not the shape of a successful answer. Also sums usage. */
+    int (*scan)(const cJSON *reply, struct shim_conv *cv,
+                struct shim_call **calls, size_t *n, int *foreign);
+    /* Adds reply's turn and the outputs of the executed calls to up (the
+     * next upstream request) and to cv->visible. */
+    int (*advance)(cJSON *up, const cJSON *reply, const struct shim_call *calls,
+                   size_t n, struct shim_conv *cv);
+    /* The program's answer built from the last reply (caller owns).
+     * capped: the execution cap stopped the loop. */
+    cJSON *(*finish)(const cJSON *req, const cJSON *last, const struct shim_call *calls,
+                     size_t n, struct shim_conv *cv, int capped);
+};
+
+extern const struct shim_api_ops shim_responses_ops;
+
+/* Shared helpers (conv.c). */
+/* Picks a tool name that none of the program's tools uses. */
+void shim_conv_pick_tool_name(const cJSON *tools, int chat, char *out, size_t outsz);
+/* Parses {"code": "..."} arguments; NULL (and *why) when unusable. */
+char *shim_conv_parse_code(const char *arguments, const char **why);
+/* Removes codeshim-private fields and metadata.session_id from a request
+ * copy; drops metadata when that empties it. */
+void shim_conv_strip_private(cJSON *up);
+
+#endif

@@ -1,0 +1,49 @@
+/* deliver.h - hands a synthetic HTTP answer to the program, as libcurl
+ * would: status line and headers to the header callback (or through the
+ * write callback when only HEADERDATA is set, or into the body stream with
+ * CURLOPT_HEADER), the body to the write callback (or fwrite to WRITEDATA,
+ * stdout by default). A callback that takes fewer bytes than offered
+ * fails the transfer with CURLE_WRITE_ERROR; FAILONERROR turns a status
+ * >= 400 into CURLE_HTTP_RETURNED_ERROR. The answer is registered for
+ * curl_easy_getinfo before the first callback runs.
+ *
+ * A sink is used as: shim_sink_begin, shim_sink_body (any number of times:
+ * streaming sends events as they are made), shim_sink_end. */
+#ifndef SHIM_DELIVER_H
+#define SHIM_DELIVER_H
+
+#include "buf.h"
+#include "handles.h"
+
+#include <curl/curl.h>
+
+struct shim_sink {
+    CURL *h;
+    const struct shim_handle_view *v;
+    struct shim_answer_info info;
+    CURLcode rc; /* first failure; later calls do nothing */
+    double t0;
+};
+
+/* Builds the header block for a body codeshim made: upstream_head's
+ * status line and headers (NULL: a plain "HTTP/1.1 <status>" block) minus
+ * those describing the upstream body, then our Content-Type and, when
+ * body_len >= 0, Content-Length. */
+int shim_deliver_head(struct shim_buf *out, long status, long http_version,
+                      const char *upstream_head, size_t head_len,
+                      const char *content_type, long long body_len);
+
+void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view *v,
+                    double t0);
+CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
+                         const char *head, size_t head_len, const char *content_type,
+                         long long body_len);
+CURLcode shim_sink_body(struct shim_sink *s, const char *p, size_t n);
+CURLcode shim_sink_end(struct shim_sink *s);
+/* Fails the transfer with rc and message (copied to ERRORBUFFER). */
+CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message);
+
+/* Seconds on a monotonic clock. */
+double shim_now(void);
+
+#endif

@@ -1,0 +1,509 @@
+/* handles.c - per-handle recorded options and synthetic answers; see
+ * handles.h. A chained hash table keyed by the CURL* address, one global
+ * mutex (socket_wrapper's lesson: per-entry locks multiply fork cost). */
+#include "handles.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct answer {
+    int active;
+    struct shim_answer_info info;
+    char *content_type, *effective_url, *scheme;
+};
+
+struct entry {
+    struct entry *next;
+    CURL *h;
+    enum shim_flavor flavor;
+    char *url;
+    char *custom_request;
+    int method;
+    const char *postfields; /* borrowed, or == copied */
+    char *copied;
+    size_t copied_len;
+    curl_off_t postsize; /* -1: strlen(postfields) at perform time */
+    const struct curl_slist *headers;
+    shim_write_fn write_cb, header_cb;
+    void *write_data, *header_data;
+    int write_data_set;
+    long failonerror, include_header;
+    char *errorbuffer;
+    struct answer ans;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct entry **buckets;
+static size_t nbuckets, nentries;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void prepare(void) { pthread_mutex_lock(&lock); }
+static void parent(void) { pthread_mutex_unlock(&lock); }
+static void child(void) { pthread_mutex_init(&lock, NULL); }
+static void register_atfork(void) { pthread_atfork(prepare, parent, child); }
+
+static size_t hash(CURL *h, size_t n)
+{
+    uintptr_t x = (uintptr_t)h;
+    x ^= x >> 17;
+    x *= 0x9e3779b97f4a7c15ULL;
+    return (size_t)(x >> 7) & (n - 1);
+}
+
+static struct entry *find(CURL *h)
+{
+    struct entry *e;
+
+    if (!nbuckets)
+        return NULL;
+    for (e = buckets[hash(h, nbuckets)]; e; e = e->next)
+        if (e->h == h)
+            return e;
+    return NULL;
+}
+
+static int grow(void)
+{
+    size_t n = nbuckets ? nbuckets * 2 : 64, i;
+    struct entry **nb = calloc(n, sizeof(*nb));
+
+    if (!nb)
+        return -ENOMEM;
+    for (i = 0; i < nbuckets; i++) {
+        struct entry *e = buckets[i], *next;
+        for (; e; e = next) {
+            size_t b = hash(e->h, n);
+            next = e->next;
+            e->next = nb[b];
+            nb[b] = e;
+        }
+    }
+    free(buckets);
+    buckets = nb;
+    nbuckets = n;
+    return 0;
+}
+
+static void clear_answer(struct answer *a)
+{
+    free(a->content_type);
+    free(a->effective_url);
+    free(a->scheme);
+    memset(a, 0, sizeof(*a));
+}
+
+static void init_opts(struct entry *e)
+{
+    e->method = SHIM_METHOD_GET;
+    e->postsize = -1;
+}
+
+static void free_opts(struct entry *e)
+{
+    free(e->url);
+    free(e->custom_request);
+    free(e->copied);
+    clear_answer(&e->ans);
+}
+
+static struct entry *insert(CURL *h, enum shim_flavor f)
+{
+    struct entry *e;
+    size_t b;
+
+    if (nentries >= nbuckets && grow() < 0 && !nbuckets)
+        return NULL;
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->h = h;
+    e->flavor = f;
+    init_opts(e);
+    b = hash(h, nbuckets);
+    e->next = buckets[b];
+    buckets[b] = e;
+    nentries++;
+    return e;
+}
+
+static void unlink_entry(CURL *h)
+{
+    struct entry **pp, *e;
+
+    if (!nbuckets)
+        return;
+    for (pp = &buckets[hash(h, nbuckets)]; (e = *pp) != NULL; pp = &e->next) {
+        if (e->h == h) {
+            *pp = e->next;
+            free_opts(e);
+            free(e);
+            nentries--;
+            return;
+        }
+    }
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* Mirrors how libcurl's setopt.c moves between request methods. */
+static void apply(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
+    case CURLOPT_URL:
+        free(e->url);
+        e->url = dup_or_null(v.p);
+        break;
+    case CURLOPT_CUSTOMREQUEST:
+        free(e->custom_request);
+        e->custom_request = dup_or_null(v.p);
+        break;
+    case CURLOPT_POSTFIELDS:
+        e->postfields = v.p;
+        e->method = SHIM_METHOD_POST;
+        break;
+    case CURLOPT_COPYPOSTFIELDS: {
+        const char *src = v.p;
+        size_t n;
+        free(e->copied);
+        e->copied = NULL;
+        e->copied_len = 0;
+        e->postfields = NULL;
+        if (src) {
+            n = e->postsize >= 0 ? (size_t)e->postsize : strlen(src);
+            e->copied = malloc(n + 1);
+            if (e->copied) {
+                memcpy(e->copied, src, n);
+                e->copied[n] = '\0';
+                e->copied_len = n;
+                e->postfields = e->copied;
+            }
+        }
+        e->method = SHIM_METHOD_POST;
+        break;
+    }
+    case CURLOPT_POSTFIELDSIZE:
+    case CURLOPT_POSTFIELDSIZE_LARGE: {
+        curl_off_t n = opt == CURLOPT_POSTFIELDSIZE ? (curl_off_t)v.l : v.off;
+        /* a larger size invalidates an earlier COPYPOSTFIELDS copy */
+        if (e->copied && e->postfields == e->copied && n > (curl_off_t)e->copied_len) {
+            free(e->copied);
+            e->copied = NULL;
+            e->postfields = NULL;
+        }
+        e->postsize = n;
+        break;
+    }
+    case CURLOPT_POST:
+        e->method = v.l ? SHIM_METHOD_POST : SHIM_METHOD_GET;
+        break;
+    case CURLOPT_HTTPGET:
+        if (v.l)
+            e->method = SHIM_METHOD_GET;
+        break;
+    case CURLOPT_NOBODY:
+        if (v.l)
+            e->method = SHIM_METHOD_HEAD;
+        else if (e->method == SHIM_METHOD_HEAD)
+            e->method = SHIM_METHOD_GET;
+        break;
+    case CURLOPT_UPLOAD:
+        e->method = v.l ? SHIM_METHOD_PUT : SHIM_METHOD_GET;
+        break;
+    case CURLOPT_HTTPPOST:
+        e->method = SHIM_METHOD_POST_FORM;
+        break;
+    case CURLOPT_MIMEPOST:
+        e->method = SHIM_METHOD_POST_MIME;
+        break;
+    case CURLOPT_HTTPHEADER:
+        e->headers = v.p;
+        break;
+    case CURLOPT_WRITEFUNCTION:
+        e->write_cb = (shim_write_fn)v.fn;
+        break;
+    case CURLOPT_WRITEDATA:
+        e->write_data = v.p;
+        e->write_data_set = 1;
+        break;
+    case CURLOPT_HEADERFUNCTION:
+        e->header_cb = (shim_write_fn)v.fn;
+        break;
+    case CURLOPT_HEADERDATA:
+        e->header_data = v.p;
+        break;
+    case CURLOPT_FAILONERROR:
+        e->failonerror = v.l;
+        break;
+    case CURLOPT_HEADER:
+        e->include_header = v.l;
+        break;
+    case CURLOPT_ERRORBUFFER:
+        e->errorbuffer = v.p;
+        break;
+    default:
+        break;
+    }
+}
+
+static int interesting(CURLoption opt)
+{
+    switch (opt) {
+    case CURLOPT_URL: case CURLOPT_CUSTOMREQUEST: case CURLOPT_POSTFIELDS:
+    case CURLOPT_COPYPOSTFIELDS: case CURLOPT_POSTFIELDSIZE:
+    case CURLOPT_POSTFIELDSIZE_LARGE: case CURLOPT_POST: case CURLOPT_HTTPGET:
+    case CURLOPT_NOBODY: case CURLOPT_UPLOAD: case CURLOPT_HTTPPOST:
+    case CURLOPT_MIMEPOST: case CURLOPT_HTTPHEADER: case CURLOPT_WRITEFUNCTION:
+    case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
+    case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
+                         union shim_optval v, int create)
+{
+    struct entry *e;
+
+    if (!h || !interesting(opt))
+        return;
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (!e && create)
+        e = insert(h, f);
+    if (e)
+        apply(e, opt, v);
+    pthread_mutex_unlock(&lock);
+}
+
+int shim_handles_view(CURL *h, struct shim_handle_view *out)
+{
+    struct entry *e;
+    int rc = 0;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (!e) {
+        rc = -ENOENT;
+        goto out;
+    }
+    out->flavor = e->flavor;
+    out->url = dup_or_null(e->url);
+    out->custom_request = dup_or_null(e->custom_request);
+    if ((e->url && !out->url) || (e->custom_request && !out->custom_request)) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    out->method = e->method;
+    out->body = e->postfields;
+    if (e->postfields)
+        out->body_len = e->postsize >= 0 ? (size_t)e->postsize
+                                         : strlen(e->postfields);
+    out->headers = e->headers;
+    out->write_cb = e->write_cb;
+    out->write_data = e->write_data_set ? e->write_data : stdout;
+    out->header_cb = e->header_cb;
+    out->header_data = e->header_data;
+    out->failonerror = e->failonerror;
+    out->include_header = e->include_header;
+    out->errorbuffer = e->errorbuffer;
+out:
+    pthread_mutex_unlock(&lock);
+    if (rc)
+        shim_handle_view_free(out);
+    return rc;
+}
+
+void shim_handle_view_free(struct shim_handle_view *v)
+{
+    free(v->url);
+    free(v->custom_request);
+    v->url = v->custom_request = NULL;
+}
+
+int shim_handles_set_answer(CURL *h, const struct shim_answer_info *a)
+{
+    struct entry *e;
+    int rc = 0;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (!e)
+        e = insert(h, SHIM_FLAVOR_OPENSSL);
+    if (!e) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    clear_answer(&e->ans);
+    e->ans.info = *a;
+    e->ans.content_type = dup_or_null(a->content_type);
+    e->ans.effective_url = dup_or_null(a->effective_url);
+    e->ans.scheme = dup_or_null(a->scheme);
+    e->ans.info.content_type = e->ans.content_type;
+    e->ans.info.effective_url = e->ans.effective_url;
+    e->ans.info.scheme = e->ans.scheme;
+    e->ans.active = 1;
+out:
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void shim_handles_clear_answer(CURL *h)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e && e->ans.active)
+        clear_answer(&e->ans);
+    pthread_mutex_unlock(&lock);
+}
+
+int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
+{
+    struct entry *e;
+    const struct shim_answer_info *a;
+    int hit = 1;
+
+    if (!out)
+        return 0;
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (!e || !e->ans.active) {
+        pthread_mutex_unlock(&lock);
+        return 0;
+    }
+    a = &e->ans.info;
+    switch (info) {
+    case CURLINFO_RESPONSE_CODE:
+        *(long *)out = a->response_code;
+        break;
+    case CURLINFO_HTTP_VERSION:
+        *(long *)out = a->http_version;
+        break;
+    case CURLINFO_CONTENT_TYPE:
+        *(const char **)out = a->content_type;
+        break;
+    case CURLINFO_EFFECTIVE_URL:
+        *(const char **)out = a->effective_url;
+        break;
+    case CURLINFO_SCHEME:
+        *(const char **)out = a->scheme;
+        break;
+    case CURLINFO_EFFECTIVE_METHOD:
+        *(const char **)out = "POST";
+        break;
+    case CURLINFO_PROTOCOL:
+        *(long *)out = a->scheme && !strcmp(a->scheme, "HTTPS") ? CURLPROTO_HTTPS
+                                                                : CURLPROTO_HTTP;
+        break;
+    case CURLINFO_TOTAL_TIME:
+        *(double *)out = a->total_time;
+        break;
+    case CURLINFO_TOTAL_TIME_T:
+        *(curl_off_t *)out = (curl_off_t)(a->total_time * 1e6);
+        break;
+    case CURLINFO_SIZE_DOWNLOAD:
+        *(double *)out = (double)a->size_download;
+        break;
+    case CURLINFO_SIZE_DOWNLOAD_T:
+        *(curl_off_t *)out = a->size_download;
+        break;
+    case CURLINFO_CONTENT_LENGTH_DOWNLOAD:
+        *(double *)out = (double)a->size_download;
+        break;
+    case CURLINFO_CONTENT_LENGTH_DOWNLOAD_T:
+        *(curl_off_t *)out = a->size_download;
+        break;
+    case CURLINFO_SIZE_UPLOAD:
+        *(double *)out = (double)a->size_upload;
+        break;
+    case CURLINFO_SIZE_UPLOAD_T:
+        *(curl_off_t *)out = a->size_upload;
+        break;
+    case CURLINFO_HEADER_SIZE:
+        *(long *)out = a->header_size;
+        break;
+    case CURLINFO_REDIRECT_COUNT:
+        *(long *)out = 0;
+        break;
+    default:
+        hit = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return hit;
+}
+
+void shim_handles_forget(CURL *h)
+{
+    pthread_mutex_lock(&lock);
+    unlink_entry(h);
+    pthread_mutex_unlock(&lock);
+}
+
+void shim_handles_reset(CURL *h)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e) {
+        enum shim_flavor f = e->flavor;
+        struct entry *next = e->next;
+        free_opts(e);
+        memset(e, 0, sizeof(*e));
+        e->h = h;
+        e->next = next;
+        e->flavor = f;
+        init_opts(e);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void shim_handles_dup(CURL *from, CURL *to)
+{
+    struct entry *src, *dst;
+
+    pthread_mutex_lock(&lock);
+    src = find(from);
+    unlink_entry(to); /* a recycled address must not keep stale state */
+    if (src && (dst = insert(to, src->flavor)) != NULL) {
+        struct entry *next = dst->next;
+        src = find(from); /* insert may have grown the table */
+        *dst = *src;
+        dst->next = next;
+        dst->h = to;
+        memset(&dst->ans, 0, sizeof(dst->ans));
+        dst->url = dup_or_null(src->url);
+        dst->custom_request = dup_or_null(src->custom_request);
+        dst->copied = NULL;
+        if (src->copied) {
+            dst->copied = malloc(src->copied_len + 1);
+            if (dst->copied)
+                memcpy(dst->copied, src->copied, src->copied_len + 1);
+        }
+        if (src->postfields == src->copied)
+            dst->postfields = dst->copied;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+size_t shim_handles_count(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&lock);
+    n = nentries;
+    pthread_mutex_unlock(&lock);
+    return n;
+}

@@ -1,0 +1,94 @@
+/* handles.h - what codeshim knows about each CURL* handle.
+ *
+ * libcurl has no option getter, so the options codeshim needs later (URL,
+ * method, body, headers, callbacks, error buffer) are recorded as the
+ * program sets them. The table also holds the answer of a synthetic
+ * transfer so curl_easy_getinfo can report it. State follows
+ * curl_easy_reset, curl_easy_duphandle and curl_easy_cleanup; one mutex
+ * guards the whole table and is never held while calling out.
+ *
+ * Memory the program gave libcurl (POSTFIELDS, HTTPHEADER lists, userdata,
+ * ERRORBUFFER) is borrowed, never freed or written except ERRORBUFFER on a
+ * failed synthetic transfer, exactly as libcurl would. */
+#ifndef SHIM_HANDLES_H
+#define SHIM_HANDLES_H
+
+#include "real.h"
+
+#include <curl/curl.h>
+#include <stddef.h>
+
+enum shim_method {
+    SHIM_METHOD_GET = 0,
+    SHIM_METHOD_POST,      /* POSTFIELDS / COPYPOSTFIELDS / POST=1 */
+    SHIM_METHOD_POST_FORM, /* HTTPPOST */
+    SHIM_METHOD_POST_MIME, /* MIMEPOST */
+    SHIM_METHOD_PUT,       /* UPLOAD */
+    SHIM_METHOD_HEAD,      /* NOBODY */
+};
+
+typedef size_t (*shim_write_fn)(char *, size_t, size_t, void *);
+
+/* One setopt argument, re-packed by option type (see preload.c). */
+union shim_optval {
+    long l;
+    void *p;
+    void (*fn)(void);
+    curl_off_t off;
+};
+
+/* A copy of a handle's recorded options, taken at perform time. url and
+ * custom_request are owned by the view (shim_handle_view_free); body and
+ * headers are borrowed and valid while the perform that took the view
+ * runs. */
+struct shim_handle_view {
+    enum shim_flavor flavor;
+    char *url;
+    char *custom_request;
+    int method;
+    const char *body; /* NULL when the body is not in memory */
+    size_t body_len;
+    const struct curl_slist *headers;
+    shim_write_fn write_cb; /* NULL = libcurl's default fwrite */
+    void *write_data;       /* default stdout */
+    shim_write_fn header_cb;
+    void *header_data;
+    long failonerror;
+    long include_header;
+    char *errorbuffer;
+};
+
+/* What a synthetic transfer answered; strings are copied in. */
+struct shim_answer_info {
+    long response_code;
+    long http_version; /* CURL_HTTP_VERSION_* */
+    const char *content_type;
+    const char *effective_url;
+    const char *scheme; /* "HTTP" / "HTTPS", as libcurl reports it */
+    double total_time;  /* seconds */
+    curl_off_t size_download;
+    curl_off_t size_upload;
+    long header_size;
+};
+
+/* Records option opt for h if it is one codeshim needs. create=0 records
+ * only for a handle already in the table (used while the guard is up). */
+void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
+                         union shim_optval v, int create);
+/* Fills *out (0) or -ENOENT when nothing was recorded for h; -ENOMEM. */
+int shim_handles_view(CURL *h, struct shim_handle_view *out);
+void shim_handle_view_free(struct shim_handle_view *v);
+
+/* Synthetic answers for curl_easy_getinfo. set copies a; clear drops it
+ * (every new perform); get returns 1 and writes *out when info is one
+ * codeshim answers for h, else 0 (the caller asks real libcurl). */
+int shim_handles_set_answer(CURL *h, const struct shim_answer_info *a);
+void shim_handles_clear_answer(CURL *h);
+int shim_handles_get_answer(CURL *h, CURLINFO info, void *out);
+
+void shim_handles_forget(CURL *h);            /* cleanup, or a fresh init */
+void shim_handles_reset(CURL *h);             /* curl_easy_reset */
+void shim_handles_dup(CURL *from, CURL *to);  /* curl_easy_duphandle */
+size_t shim_handles_count(void);              /* for tests */
+
+#endif

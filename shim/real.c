@@ -1,0 +1,140 @@
+/* real.c - binds the real libcurl functions; see real.h.
+ *
+ * Order per symbol: dlvsym(RTLD_NEXT, name, version) (the normal case:
+ * libcurl linked by the program), then dlvsym on dlopen(soname,
+ * RTLD_NOLOAD) (libcurl pulled in privately by a dlopen(RTLD_LOCAL)-ed
+ * module, e.g. pycurl, where RTLD_NEXT finds nothing), then, for the
+ * OpenSSL flavour only (the default version of our wrappers, so also what
+ * unversioned callers reach), unversioned lookups. A result that is one of
+ * our own wrappers is rejected: calling it would recurse forever.
+ *
+ * Binding happens lazily on the first wrapper call, never in a constructor
+ * (pitfall: other libraries' constructors may call curl first). */
+#include "real.h"
+
+#include "guard.h"
+#include "log.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+struct flavor_def {
+    const char *version;
+    const char *sonames[3];
+};
+
+static const struct flavor_def flavors[SHIM_NFLAVORS] = {
+    [SHIM_FLAVOR_OPENSSL] = {"CURL_OPENSSL_4", {"libcurl.so.4", "libcurl.so", NULL}},
+    [SHIM_FLAVOR_GNUTLS] = {"CURL_GNUTLS_3", {"libcurl-gnutls.so.4", NULL, NULL}},
+    [SHIM_FLAVOR_NSS] = {"CURL_NSS_3", {"libcurl-nss.so.4", NULL, NULL}},
+};
+
+static struct shim_curl_api apis[SHIM_NFLAVORS];
+static int bound_ok[SHIM_NFLAVORS];
+static pthread_once_t once[SHIM_NFLAVORS] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
+                                             PTHREAD_ONCE_INIT};
+__thread int shim_guard_depth;
+
+/* A symbol defined in this very object is one of our wrappers: calling it
+ * would recurse (proxychains' circular-reference check). */
+static int is_self(void *p)
+{
+    Dl_info here, there;
+
+    if (!p)
+        return 0;
+    if (dladdr((void *)&shim_real, &here) && dladdr(p, &there))
+        return here.dli_fbase == there.dli_fbase;
+    return 0;
+}
+
+static void *lookup(enum shim_flavor f, const char *name)
+{
+    const struct flavor_def *d = &flavors[f];
+    void *p;
+    int i;
+
+    p = dlvsym(RTLD_NEXT, name, d->version);
+    if (p && !is_self(p))
+        return p;
+    for (i = 0; i < 3 && d->sonames[i]; i++) {
+        void *lib = dlopen(d->sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!lib)
+            continue;
+        p = dlvsym(lib, name, d->version);
+        if (!p || is_self(p))
+            p = f == SHIM_FLAVOR_OPENSSL ? dlsym(lib, name) : NULL;
+        dlclose(lib); /* NOLOAD took a reference; the library stays loaded */
+        if (p && !is_self(p))
+            return p;
+    }
+    if (f == SHIM_FLAVOR_OPENSSL) {
+        p = dlsym(RTLD_NEXT, name);
+        if (p && !is_self(p))
+            return p;
+    }
+    return NULL;
+}
+
+#define BIND(field, name)                                                      \
+    do {                                                                       \
+        *(void **)&a->field = lookup(f, name);                                 \
+        if (!a->field) {                                                       \
+            missing = name;                                                    \
+            goto out;                                                          \
+        }                                                                      \
+    } while (0)
+
+static void bind_flavor(enum shim_flavor f)
+{
+    struct shim_curl_api *a = &apis[f];
+    const char *missing = NULL;
+
+    a->flavor = f;
+    BIND(easy_init, "curl_easy_init");
+    BIND(easy_setopt, "curl_easy_setopt");
+    BIND(easy_perform, "curl_easy_perform");
+    BIND(easy_getinfo, "curl_easy_getinfo");
+    BIND(easy_cleanup, "curl_easy_cleanup");
+    BIND(easy_reset, "curl_easy_reset");
+    BIND(easy_duphandle, "curl_easy_duphandle");
+    BIND(slist_append, "curl_slist_append");
+    BIND(slist_free_all, "curl_slist_free_all");
+    bound_ok[f] = 1;
+out:
+    if (missing)
+        LOG_ERR("cannot find the real %s (%s build of libcurl) in this process",
+                missing, flavors[f].version);
+}
+
+static void bind_openssl(void) { bind_flavor(SHIM_FLAVOR_OPENSSL); }
+static void bind_gnutls(void) { bind_flavor(SHIM_FLAVOR_GNUTLS); }
+static void bind_nss(void) { bind_flavor(SHIM_FLAVOR_NSS); }
+
+const struct shim_curl_api *shim_real(enum shim_flavor f)
+{
+    static void (*const binders[SHIM_NFLAVORS])(void) = {bind_openssl, bind_gnutls,
+                                                         bind_nss};
+
+    if ((unsigned)f >= SHIM_NFLAVORS)
+        return NULL;
+    pthread_once(&once[f], binders[f]);
+    return bound_ok[f] ? &apis[f] : NULL;
+}
+
+static shim_dlopen_fn real_dlopen_fn;
+static pthread_once_t dlopen_once = PTHREAD_ONCE_INIT;
+
+static void bind_dlopen(void)
+{
+    void *p = dlsym(RTLD_NEXT, "dlopen");
+    if (p && !is_self(p))
+        real_dlopen_fn = (shim_dlopen_fn)p;
+}
+
+shim_dlopen_fn shim_real_dlopen(void)
+{
+    pthread_once(&dlopen_once, bind_dlopen);
+    return real_dlopen_fn;
+}

@@ -1,0 +1,44 @@
+/* real.h - the real libcurl functions, per libcurl build ("flavour").
+ *
+ * Debian ships libcurl in several builds whose symbols carry different
+ * versions (CURL_OPENSSL_4, CURL_GNUTLS_3, CURL_NSS_3); one process may
+ * load more than one. preload.c exports a wrapper per flavour, so every
+ * wrapper knows which build its caller linked, and calls that build's real
+ * functions from this table. Calling one build with another's handle would
+ * corrupt memory, which is also why codeshim never links -lcurl.
+ *
+ * real.c is the only file that calls dlsym/dlvsym/dlopen. */
+#ifndef SHIM_REAL_H
+#define SHIM_REAL_H
+
+#include <curl/curl.h>
+
+enum shim_flavor {
+    SHIM_FLAVOR_OPENSSL = 0,
+    SHIM_FLAVOR_GNUTLS = 1,
+    SHIM_FLAVOR_NSS = 2,
+    SHIM_NFLAVORS
+};
+
+struct shim_curl_api {
+    enum shim_flavor flavor;
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_cleanup)(CURL *);
+    void (*easy_reset)(CURL *);
+    CURL *(*easy_duphandle)(CURL *);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+};
+
+/* The real API of flavour f, bound on first use; NULL (and one error log)
+ * when that libcurl cannot be found in the process. */
+const struct shim_curl_api *shim_real(enum shim_flavor f);
+
+/* The libc dlopen (for the dlopen wrapper). */
+typedef void *(*shim_dlopen_fn)(const char *, int);
+shim_dlopen_fn shim_real_dlopen(void);
+
+#endif

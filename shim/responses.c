@@ -1,0 +1,526 @@
+/* responses.c - the Responses API adapter (POST .../responses); pure.
+ *
+ * Request: every native code_interpreter tool becomes one flat function
+ * tool with a "code" parameter; a tool_choice forcing the interpreter
+ * forces that function instead; include "code_interpreter_call.outputs"
+ * (meaningless upstream) and stream are taken out; code_interpreter_call
+ * items the program replays as history become function_call +
+ * function_call_output pairs the upstream understands.
+ *
+ * Answer: the last upstream Response, with every turn's items in order and
+ * each executed call shown as a code_interpreter_call item, as OpenAI's own
+ * container would have produced; tools, tool_choice and metadata echoed as
+ * the program sent them; usage summed over all upstream calls. */
+#include "conv.h"
+#include "json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char tool_description[] =
+    "Run Python 3 code in a stateful, Jupyter-notebook-like sandbox. "
+    "Variables, imports and files persist between calls. The working "
+    "directory is /mnt/data. The result shows stdout and stderr, the value "
+    "of the last expression, or the traceback of an exception. The sandbox "
+    "has no internet access.";
+
+static cJSON *function_tool(const char *name)
+{
+    cJSON *t = cJSON_CreateObject(), *params, *props, *code, *req;
+
+    cJSON_AddStringToObject(t, "type", "function");
+    cJSON_AddStringToObject(t, "name", name);
+    cJSON_AddStringToObject(t, "description", tool_description);
+    params = cJSON_AddObjectToObject(t, "parameters");
+    cJSON_AddStringToObject(params, "type", "object");
+    props = cJSON_AddObjectToObject(params, "properties");
+    code = cJSON_AddObjectToObject(props, "code");
+    cJSON_AddStringToObject(code, "type", "string");
+    cJSON_AddStringToObject(code, "description", "The Python code to run.");
+    req = cJSON_AddArrayToObject(params, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+    cJSON_AddFalseToObject(params, "additionalProperties");
+    cJSON_AddFalseToObject(t, "strict");
+    return t;
+}
+
+static int is_ci_type(const cJSON *o)
+{
+    const char *type = shim_json_str(o, "type");
+    const char *name = shim_json_str(o, "name");
+    return (type && !strcmp(type, "code_interpreter")) ||
+           (name && !strcmp(name, "code_interpreter"));
+}
+
+static cJSON *forced_function(const char *name)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", "function");
+    cJSON_AddStringToObject(c, "name", name);
+    return c;
+}
+
+/* Rewrites tool_choice in place; notes whether it forces a call. */
+static void rewrite_choice(cJSON *up, struct shim_conv *cv)
+{
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
+    const char *type;
+
+    if (cJSON_IsString(tc)) {
+        cv->forced_choice = !strcmp(tc->valuestring, "required");
+        return;
+    }
+    if (!cJSON_IsObject(tc))
+        return;
+    type = shim_json_str(tc, "type");
+    if (is_ci_type(tc)) {
+        shim_json_set(up, "tool_choice", forced_function(cv->tool_name));
+        cv->forced_choice = 1;
+    } else if (type && !strcmp(type, "allowed_tools")) {
+        cJSON *tools = cJSON_GetObjectItemCaseSensitive(tc, "tools"), *t;
+        const char *mode = shim_json_str(tc, "mode");
+        cJSON_ArrayForEach(t, tools)
+        {
+            if (is_ci_type(t)) {
+                cJSON *f = forced_function(cv->tool_name);
+                cJSON_ReplaceItemViaPointer(tools, t, f);
+                t = f;
+            }
+        }
+        cv->forced_choice = mode && !strcmp(mode, "required");
+    } else {
+        cv->forced_choice = 1; /* a named tool */
+    }
+}
+
+/* Follow-up turns never force a call: that would loop to the cap. */
+static void relax_choice(cJSON *up)
+{
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
+    const char *type = shim_json_str(tc, "type");
+
+    if (type && !strcmp(type, "allowed_tools"))
+        shim_json_set(tc, "mode", cJSON_CreateString("auto"));
+    else if (tc)
+        shim_json_set(up, "tool_choice", cJSON_CreateString("auto"));
+}
+
+static void drop_include_outputs(cJSON *up)
+{
+    cJSON *inc = cJSON_GetObjectItemCaseSensitive(up, "include"), *it, *next;
+
+    if (!cJSON_IsArray(inc))
+        return;
+    for (it = inc->child; it; it = next) {
+        next = it->next;
+        if (cJSON_IsString(it) &&
+            !strcmp(it->valuestring, "code_interpreter_call.outputs"))
+            cJSON_Delete(cJSON_DetachItemViaPointer(inc, it));
+    }
+    if (!inc->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(up, "include");
+}
+
+/* The text the model saw for a replayed code_interpreter_call. */
+static char *logs_of(const cJSON *item)
+{
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(item, "outputs"), *o;
+    size_t n = 1;
+    char *s;
+
+    cJSON_ArrayForEach(o, outs)
+    {
+        const char *l = shim_json_str(o, "logs");
+        if (l)
+            n += strlen(l);
+        else
+            n += 32;
+    }
+    s = calloc(1, n);
+    if (!s)
+        return NULL;
+    cJSON_ArrayForEach(o, outs)
+    {
+        const char *l = shim_json_str(o, "logs");
+        strcat(s, l ? l : "[image]\n");
+    }
+    return s;
+}
+
+/* code_interpreter_call history items -> function_call + output pairs.
+ * (The array is rebuilt: cJSON 1.7.15's insert misbehaves after a replace.) */
+static void convert_history(cJSON *up, const char *tool)
+{
+    cJSON *input = cJSON_GetObjectItemCaseSensitive(up, "input"), *it, *out;
+
+    if (!cJSON_IsArray(input))
+        return;
+    out = cJSON_CreateArray();
+    cJSON_ArrayForEach(it, input)
+    {
+        const char *type = shim_json_str(it, "type"), *id, *code;
+        cJSON *fc, *fo, *args;
+        char call_id[96], *argstr, *logs;
+
+        if (!type || strcmp(type, "code_interpreter_call")) {
+            cJSON_AddItemToArray(out, cJSON_Duplicate(it, 1));
+            continue;
+        }
+        id = shim_json_str(it, "id");
+        code = shim_json_str(it, "code");
+        snprintf(call_id, sizeof(call_id), "call_%.80s",
+                 id ? (strncmp(id, "ci_", 3) ? id : id + 3) : "history");
+        args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "code", code ? code : "");
+        argstr = cJSON_PrintUnformatted(args);
+        cJSON_Delete(args);
+        logs = logs_of(it);
+        fc = cJSON_CreateObject();
+        cJSON_AddStringToObject(fc, "type", "function_call");
+        cJSON_AddStringToObject(fc, "call_id", call_id);
+        cJSON_AddStringToObject(fc, "name", tool);
+        cJSON_AddStringToObject(fc, "arguments", argstr ? argstr : "{}");
+        fo = cJSON_CreateObject();
+        cJSON_AddStringToObject(fo, "type", "function_call_output");
+        cJSON_AddStringToObject(fo, "call_id", call_id);
+        cJSON_AddStringToObject(fo, "output", logs ? logs : "");
+        cJSON_AddItemToArray(out, fc);
+        cJSON_AddItemToArray(out, fo);
+        free(argstr);
+        free(logs);
+    }
+    shim_json_set(up, "input", out);
+}
+
+static cJSON *r_prepare(const cJSON *req, struct shim_conv *cv)
+{
+    cJSON *up = cJSON_Duplicate(req, 1), *tools, *nt, *t;
+    int inserted = 0;
+
+    if (!up)
+        return NULL;
+    tools = cJSON_GetObjectItemCaseSensitive(up, "tools");
+    shim_conv_pick_tool_name(tools, 0, cv->tool_name, sizeof(cv->tool_name));
+    nt = cJSON_CreateArray();
+    cJSON_ArrayForEach(t, tools)
+    {
+        if (is_ci_type(t)) {
+            if (!inserted++)
+                cJSON_AddItemToArray(nt, function_tool(cv->tool_name));
+        } else {
+            cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
+        }
+    }
+    shim_json_set(up, "tools", nt);
+    rewrite_choice(up, cv);
+    drop_include_outputs(up);
+    cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
+    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream");
+    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream_options");
+    shim_conv_strip_private(up);
+    convert_history(up, cv->tool_name);
+    cv->visible = cJSON_CreateArray();
+    return up;
+}
+
+static void sum_usage(struct shim_conv *cv, const cJSON *usage)
+{
+    static const char *const top[] = {"input_tokens", "output_tokens", "total_tokens"};
+    cJSON *id, *od;
+    size_t i;
+
+    if (!cJSON_IsObject(usage))
+        return;
+    if (!cv->usage)
+        cv->usage = cJSON_CreateObject();
+    for (i = 0; i < 3; i++)
+        shim_json_add_int(cv->usage, usage, top[i]);
+    id = cJSON_GetObjectItemCaseSensitive(cv->usage, "input_tokens_details");
+    if (!id)
+        id = cJSON_AddObjectToObject(cv->usage, "input_tokens_details");
+    od = cJSON_GetObjectItemCaseSensitive(cv->usage, "output_tokens_details");
+    if (!od)
+        od = cJSON_AddObjectToObject(cv->usage, "output_tokens_details");
+    shim_json_add_int(id, cJSON_GetObjectItemCaseSensitive(usage, "input_tokens_details"),
+                      "cached_tokens");
+    shim_json_add_int(id, cJSON_GetObjectItemCaseSensitive(usage, "input_tokens_details"),
+                      "cache_write_tokens");
+    shim_json_add_int(od, cJSON_GetObjectItemCaseSensitive(usage, "output_tokens_details"),
+                      "reasoning_tokens");
+}
+
+static int is_internal_call(const cJSON *item, const struct shim_conv *cv)
+{
+    const char *type = shim_json_str(item, "type");
+    const char *name = shim_json_str(item, "name");
+    return type && !strcmp(type, "function_call") && name &&
+           !strcmp(name, cv->tool_name);
+}
+
+static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **calls,
+                  size_t *n, int *foreign)
+{
+    const cJSON *output = cJSON_GetObjectItemCaseSensitive(reply, "output"), *it;
+    struct shim_call *v = NULL;
+    size_t k = 0, cap = 0;
+
+    *calls = NULL;
+    *n = 0;
+    *foreign = 0;
+    if (!cJSON_IsObject(reply) || !cJSON_IsArray(output))
+        return -EPROTO;
+    cv->nreplies++;
+    sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
+    cJSON_ArrayForEach(it, output)
+    {
+        const char *type = shim_json_str(it, "type");
+        const cJSON *args;
+        struct shim_call *c;
+
+        if (!type)
+            continue;
+        if (!is_internal_call(it, cv)) {
+            if (!strcmp(type, "function_call") || !strcmp(type, "custom_tool_call"))
+                *foreign = 1;
+            continue;
+        }
+        if (k == cap) {
+            struct shim_call *nv;
+            cap = cap ? cap * 2 : 4;
+            nv = realloc(v, cap * sizeof(*v));
+            if (!nv)
+                goto nomem;
+            v = nv;
+        }
+        c = &v[k++];
+        memset(c, 0, sizeof(*c));
+        c->call_id = strdup(shim_json_str(it, "call_id") ? shim_json_str(it, "call_id")
+                                                         : "call_missing");
+        args = cJSON_GetObjectItemCaseSensitive(it, "arguments");
+        c->arguments = cJSON_IsString(args) ? strdup(args->valuestring)
+                                            : cJSON_PrintUnformatted(args);
+        if (!c->call_id)
+            goto nomem;
+    }
+    *calls = v;
+    *n = k;
+    return 0;
+nomem:
+    while (k)
+        shim_call_free(&v[--k]);
+    free(v);
+    return -ENOMEM;
+}
+
+static const struct shim_call *find_call(const char *call_id, const struct shim_call *calls,
+                                         size_t n)
+{
+    size_t i;
+
+    for (i = 0; call_id && i < n; i++)
+        if (calls[i].call_id && !strcmp(calls[i].call_id, call_id))
+            return &calls[i];
+    return NULL;
+}
+
+/* The code_interpreter_call item OpenAI's container would have produced. */
+static cJSON *ci_item(const struct shim_call *c)
+{
+    cJSON *it = cJSON_CreateObject(), *outs;
+    size_t i;
+
+    cJSON_AddStringToObject(it, "id", c->ci_id);
+    cJSON_AddStringToObject(it, "type", "code_interpreter_call");
+    cJSON_AddStringToObject(it, "status", c->status ? c->status : "completed");
+    cJSON_AddStringToObject(it, "code", c->code ? c->code : "");
+    cJSON_AddStringToObject(it, "container_id", c->container_id);
+    outs = cJSON_AddArrayToObject(it, "outputs");
+    if (c->output && *c->output) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddStringToObject(l, "type", "logs");
+        cJSON_AddStringToObject(l, "logs", c->output);
+        cJSON_AddItemToArray(outs, l);
+    }
+    for (i = 0; i < c->res.nimages; i++) {
+        const struct shim_exec_image *im = &c->res.images[i];
+        size_t n = strlen(im->base64) + 64;
+        char *url = malloc(n);
+        cJSON *o;
+        if (!url)
+            continue;
+        snprintf(url, n, "data:%s;base64,%s", im->mime ? im->mime : "image/png",
+                 im->base64);
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", "image");
+        cJSON_AddStringToObject(o, "url", url);
+        cJSON_AddItemToArray(outs, o);
+        free(url);
+    }
+    return it;
+}
+
+/* Adds a turn's items to cv->visible, executed internal calls shown as
+ * code_interpreter_call items and unexecuted ones dropped. */
+static void add_visible(const cJSON *reply, const struct shim_call *calls, size_t n,
+                        struct shim_conv *cv)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "output"))
+    {
+        if (is_internal_call(it, cv)) {
+            const struct shim_call *c = find_call(shim_json_str(it, "call_id"), calls, n);
+            if (c && c->executed)
+                cJSON_AddItemToArray(cv->visible, ci_item(c));
+        } else {
+            cJSON_AddItemToArray(cv->visible, cJSON_Duplicate(it, 1));
+        }
+    }
+}
+
+/* Whether an upstream reasoning item can be sent back: with store=false
+ * only when it carries its encrypted content. */
+static int reasoning_replayable(const cJSON *up, const cJSON *item)
+{
+    const cJSON *store = cJSON_GetObjectItemCaseSensitive(up, "store");
+    return !cJSON_IsFalse(store) ||
+           cJSON_IsString(cJSON_GetObjectItemCaseSensitive(item, "encrypted_content"));
+}
+
+static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *calls,
+                     size_t n, struct shim_conv *cv)
+{
+    cJSON *input = cJSON_GetObjectItemCaseSensitive(up, "input");
+    const cJSON *it;
+    size_t i;
+
+    if (cJSON_IsString(input)) {
+        cJSON *arr = cJSON_CreateArray(), *msg = cJSON_CreateObject();
+        cJSON_AddStringToObject(msg, "role", "user");
+        cJSON_AddStringToObject(msg, "content", input->valuestring);
+        cJSON_AddItemToArray(arr, msg);
+        shim_json_set(up, "input", arr);
+        input = arr;
+    } else if (!cJSON_IsArray(input)) {
+        input = cJSON_CreateArray();
+        shim_json_set(up, "input", input);
+    }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "output"))
+    {
+        const char *type = shim_json_str(it, "type");
+        if (is_internal_call(it, cv)) {
+            const struct shim_call *c = find_call(shim_json_str(it, "call_id"), calls, n);
+            cJSON *fc;
+            if (!c || !c->executed)
+                continue;
+            fc = cJSON_CreateObject();
+            cJSON_AddStringToObject(fc, "type", "function_call");
+            cJSON_AddStringToObject(fc, "call_id", c->call_id);
+            cJSON_AddStringToObject(fc, "name", cv->tool_name);
+            cJSON_AddStringToObject(fc, "arguments", c->arguments ? c->arguments : "");
+            cJSON_AddItemToArray(input, fc);
+        } else if (type && !strcmp(type, "reasoning")) {
+            if (reasoning_replayable(up, it))
+                cJSON_AddItemToArray(input, cJSON_Duplicate(it, 1));
+        } else {
+            cJSON_AddItemToArray(input, cJSON_Duplicate(it, 1));
+        }
+    }
+    for (i = 0; i < n; i++) {
+        cJSON *o;
+        if (!calls[i].executed)
+            continue;
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", "function_call_output");
+        cJSON_AddStringToObject(o, "call_id", calls[i].call_id);
+        cJSON_AddStringToObject(o, "output", calls[i].output ? calls[i].output : "");
+        cJSON_AddItemToArray(input, o);
+    }
+    if (cv->forced_choice)
+        relax_choice(up);
+    add_visible(reply, calls, n, cv);
+    return 0;
+}
+
+static void complete_usage(cJSON *u)
+{
+    static const char *const top[] = {"input_tokens", "output_tokens", "total_tokens"};
+    cJSON *d;
+    size_t i;
+
+    for (i = 0; i < 3; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(u, top[i]))
+            cJSON_AddNumberToObject(u, top[i], 0);
+    d = cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details");
+    if (!cJSON_GetObjectItemCaseSensitive(d, "cached_tokens"))
+        cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    if (!cJSON_GetObjectItemCaseSensitive(d, "cache_write_tokens"))
+        cJSON_AddNumberToObject(d, "cache_write_tokens", 0);
+    d = cJSON_GetObjectItemCaseSensitive(u, "output_tokens_details");
+    if (!cJSON_GetObjectItemCaseSensitive(d, "reasoning_tokens"))
+        cJSON_AddNumberToObject(d, "reasoning_tokens", 0);
+}
+
+static void echo_from_request(cJSON *out, const cJSON *req, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+    if (v)
+        shim_json_set(out, key, cJSON_Duplicate(v, 1));
+}
+
+/* The tools as the program sent them, with what OpenAI's echo always has:
+ * function tools carry "parameters" and "strict" (default true). */
+static void echo_tools(cJSON *out, const cJSON *req)
+{
+    cJSON *tools = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req, "tools"), 1), *t;
+
+    if (!tools)
+        return;
+    cJSON_ArrayForEach(t, tools)
+    {
+        const char *type = shim_json_str(t, "type");
+        if (!type || strcmp(type, "function"))
+            continue;
+        if (!cJSON_GetObjectItemCaseSensitive(t, "parameters"))
+            cJSON_AddNullToObject(t, "parameters");
+        if (!cJSON_GetObjectItemCaseSensitive(t, "strict"))
+            cJSON_AddTrueToObject(t, "strict");
+    }
+    shim_json_set(out, "tools", tools);
+}
+
+static cJSON *r_finish(const cJSON *req, const cJSON *last, const struct shim_call *calls,
+                       size_t n, struct shim_conv *cv, int capped)
+{
+    cJSON *out = cJSON_Duplicate(last, 1);
+
+    if (!out)
+        return NULL;
+    add_visible(last, calls, n, cv);
+    shim_json_set(out, "output", cJSON_Duplicate(cv->visible, 1));
+    echo_tools(out, req);
+    echo_from_request(out, req, "tool_choice");
+    echo_from_request(out, req, "metadata");
+    if (cv->usage) {
+        cJSON *u = cJSON_Duplicate(cv->usage, 1);
+        complete_usage(u);
+        shim_json_set(out, "usage", u);
+    }
+    if (capped) {
+        shim_json_set(out, "status", cJSON_CreateString("incomplete"));
+        shim_json_set(out, "incomplete_details", cJSON_CreateNull());
+        if (cJSON_GetObjectItemCaseSensitive(out, "completed_at"))
+            shim_json_set(out, "completed_at", cJSON_CreateNull());
+    }
+    return out;
+}
+
+const struct shim_api_ops shim_responses_ops = {
+    .name = "responses",
+    .prepare = r_prepare,
+    .scan = r_scan,
+    .advance = r_advance,
+    .finish = r_finish,
+};

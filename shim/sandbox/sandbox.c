@@ -1,0 +1,283 @@
+/* sandbox.c - the sandbox dispatcher: implements sandbox.h over a backend
+ * ops table (sandbox_int.h) and applies the policy common to all backends:
+ * container ids, one execution at a time per sandbox, timing, and logs
+ * that are valid UTF-8 text capped at cfg->output_cap with a visible note
+ * (head and tail kept), followed by one line per image produced. */
+#include "config.h"
+#include "ids.h"
+#include "log.h"
+#include "sandbox_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Backends may insert the same note when they cut output themselves;
+ * cap_logs() adds the counts of the notes it drops into its own. */
+#define TRUNC_NOTE "\n[... %zu bytes of output truncated ...]\n"
+#define TRUNC_HEAD "\n[... "
+#define TRUNC_TAIL " bytes of output truncated ...]\n"
+#define TRUNC_NOTE_MAX 64
+
+struct shim_sandbox {
+    const struct shim_sandbox_ops *ops;
+    void *state;
+    size_t output_cap;
+    pthread_mutex_t mu; /* the backends are not reentrant */
+    char id[64];
+};
+
+static const struct shim_sandbox_ops *const backends[] = {
+    &shim_sandbox_local,
+};
+
+void shim_exec_result_free(struct shim_exec_result *r)
+{
+    size_t i;
+
+    if (!r)
+        return;
+    free(r->logs);
+    if (r->images)
+        for (i = 0; i < r->nimages; i++) {
+            free(r->images[i].mime);
+            free(r->images[i].base64);
+        }
+    free(r->images);
+    if (r->files)
+        for (i = 0; i < r->nfiles; i++)
+            free(r->files[i]);
+    free(r->files);
+    memset(r, 0, sizeof(*r));
+}
+
+int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
+{
+    const struct shim_sandbox_ops *ops = NULL;
+    struct shim_sandbox *sb;
+    size_t i;
+    int rc;
+
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    if (!cfg)
+        return -EINVAL;
+    for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+        if (!strcmp(cfg->sandbox, backends[i]->name))
+            ops = backends[i];
+    if (!ops) {
+        LOG_ERR("unknown sandbox backend \"%.32s\" (known: local)",
+                cfg->sandbox);
+        return -EINVAL;
+    }
+    sb = calloc(1, sizeof(*sb));
+    if (!sb)
+        return -ENOMEM;
+    sb->ops = ops;
+    sb->output_cap = cfg->output_cap ? cfg->output_cap : 20000;
+    shim_id_make(sb->id, sizeof(sb->id), "cntr_", 48);
+    rc = pthread_mutex_init(&sb->mu, NULL);
+    if (rc) {
+        free(sb);
+        return -rc;
+    }
+    rc = ops->create(cfg, &sb->state);
+    if (rc) {
+        pthread_mutex_destroy(&sb->mu);
+        free(sb);
+        return rc;
+    }
+    *out = sb;
+    return 0;
+}
+
+const char *shim_sandbox_container_id(const struct shim_sandbox *sb)
+{
+    return sb ? sb->id : "";
+}
+
+void shim_sandbox_close(struct shim_sandbox *sb)
+{
+    if (!sb)
+        return;
+    pthread_mutex_lock(&sb->mu); /* let a running execution finish */
+    sb->ops->destroy(sb->state);
+    pthread_mutex_unlock(&sb->mu);
+    pthread_mutex_destroy(&sb->mu);
+    free(sb);
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t len, i;
+    unsigned c = s[0];
+    unsigned long cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+/* Makes s valid UTF-8 without NULs, in place and length-preserving: every
+ * offending byte becomes '?'. Output is text for the model, and a NUL
+ * would end it early for every C consumer. */
+static void sanitize_utf8(char *s, size_t n)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t i = 0;
+
+    while (i < n) {
+        size_t k = p[i] ? utf8_seq(p + i, n - i) : 0;
+        if (k == 0) {
+            p[i++] = '?';
+            continue;
+        }
+        i += k;
+    }
+}
+
+/* How many bytes of the original output the dropped text s[0..n) stands
+ * for: its own length, with each note in it replaced by its count. */
+static size_t dropped_weight(const char *s, size_t n)
+{
+    size_t hl = strlen(TRUNC_HEAD), tl = strlen(TRUNC_TAIL), w = n, i;
+
+    for (i = 0; i + hl <= n; i++) {
+        size_t j = i + hl, v = 0, digits = 0;
+
+        if (memcmp(s + i, TRUNC_HEAD, hl))
+            continue;
+        while (j < n && s[j] >= '0' && s[j] <= '9' && digits < 18) {
+            v = v * 10 + (size_t)(s[j++] - '0');
+            digits++;
+        }
+        if (!digits || j + tl > n || memcmp(s + j, TRUNC_TAIL, tl))
+            continue;
+        w = w - (j + tl - i) + v; /* the note's bytes are part of w */
+        i = j + tl - 1;
+    }
+    return w;
+}
+
+/* Cuts r->logs to at most cap bytes: head and tail on UTF-8 boundaries
+ * around one TRUNC_NOTE. */
+static int cap_text(struct shim_exec_result *r, size_t cap)
+{
+    const unsigned char *s = (const unsigned char *)r->logs;
+    size_t n = r->logs_len, keep, head, tail, dropped;
+    char note[TRUNC_NOTE_MAX];
+    char *t;
+    int nl;
+
+    if (n <= cap)
+        return 0;
+    keep = cap > TRUNC_NOTE_MAX ? cap - TRUNC_NOTE_MAX : 0;
+    head = keep / 2;
+    while (head > 0 && (s[head] & 0xc0) == 0x80)
+        head--;
+    tail = n - (keep - keep / 2);
+    while (tail < n && (s[tail] & 0xc0) == 0x80)
+        tail++;
+    dropped = dropped_weight(r->logs + head, tail - head);
+    nl = snprintf(note, sizeof(note), TRUNC_NOTE, dropped);
+    t = malloc(head + (size_t)nl + (n - tail) + 1);
+    if (!t)
+        return -ENOMEM;
+    memcpy(t, r->logs, head);
+    memcpy(t + head, note, (size_t)nl);
+    memcpy(t + head + (size_t)nl, r->logs + tail, n - tail);
+    r->logs_len = head + (size_t)nl + (n - tail);
+    t[r->logs_len] = '\0';
+    free(r->logs);
+    r->logs = t;
+    return 0;
+}
+
+static int finish_logs(struct shim_exec_result *r, size_t cap)
+{
+    char line[64];
+    size_t notes = 0, i, body_cap, room;
+    char *t;
+    int rc;
+
+    if (!r->logs) {
+        r->logs = strdup("");
+        r->logs_len = 0;
+        if (!r->logs)
+            return -ENOMEM;
+    }
+    sanitize_utf8(r->logs, r->logs_len);
+    /* image lines come after the cut so the model always learns of them */
+    for (i = 0; i < r->nimages; i++)
+        notes += (size_t)snprintf(line, sizeof(line),
+                                  "[image produced: figure %zu (PNG)]\n",
+                                  i + 1) + 1;
+    body_cap = notes < cap / 2 ? cap - notes : cap / 2;
+    rc = cap_text(r, body_cap);
+    if (rc || !r->nimages)
+        return rc;
+    room = r->logs_len + notes + 2;
+    t = realloc(r->logs, room);
+    if (!t)
+        return -ENOMEM;
+    r->logs = t;
+    if (r->logs_len && t[r->logs_len - 1] != '\n')
+        t[r->logs_len++] = '\n';
+    for (i = 0; i < r->nimages; i++)
+        r->logs_len += (size_t)snprintf(t + r->logs_len, room - r->logs_len,
+                                        "[image produced: figure %zu (PNG)]\n",
+                                        i + 1);
+    return 0;
+}
+
+int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
+                      struct shim_exec_result *out)
+{
+    struct timespec t0, t1;
+    int rc;
+
+    if (!out)
+        return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    if (!sb || (!code && len))
+        return -EINVAL;
+    if (!code)
+        code = "";
+    pthread_mutex_lock(&sb->mu);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = sb->ops->exec(sb->state, code, len, out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_mutex_unlock(&sb->mu);
+    if (rc == 0)
+        rc = finish_logs(out, sb->output_cap);
+    if (rc) {
+        shim_exec_result_free(out);
+        return rc;
+    }
+    out->seconds = (double)(t1.tv_sec - t0.tv_sec) +
+                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    return 0;
+}

@@ -1,0 +1,193 @@
+/* upstream.c - see upstream.h. */
+#include "upstream.h"
+
+#include "guard.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define HEAD_CAP (256 * 1024)
+
+struct shim_upstream {
+    const struct shim_curl_api *api;
+    CURL *h;
+    struct curl_slist *headers;
+    size_t max_response;
+    struct shim_http_reply *cur; /* reply being filled by the callbacks */
+};
+
+void shim_http_reply_free(struct shim_http_reply *r)
+{
+    shim_buf_free(&r->head);
+    shim_buf_free(&r->body);
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    struct shim_upstream *u = ud;
+    return shim_buf_add(&u->cur->body, p, sz * n) ? 0 : sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    struct shim_upstream *u = ud;
+    size_t len = sz * n;
+
+    /* A new status line starts a new response (100-continue, redirects):
+     * only the final one is kept. */
+    if (len >= 5 && !memcmp(p, "HTTP/", 5))
+        shim_buf_reset(&u->cur->head);
+    return shim_buf_add(&u->cur->head, p, len) ? 0 : len;
+}
+
+static int header_is(const char *line, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncasecmp(line, name, n) && line[n] == ':';
+}
+
+/* The program's headers, minus those that describe its body (ours differs)
+ * plus "Expect:" (no 100-continue round trip on big bodies). */
+static int copy_headers(struct shim_upstream *u, const struct curl_slist *src)
+{
+    static const char *const drop[] = {"Content-Length", "Transfer-Encoding", "Expect"};
+    struct curl_slist *l = NULL, *t;
+    int has_ctype = 0;
+    size_t i;
+
+    for (; src; src = src->next) {
+        int skip = 0;
+        if (!src->data)
+            continue;
+        for (i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+            skip |= header_is(src->data, drop[i]);
+        has_ctype |= header_is(src->data, "Content-Type");
+        if (skip)
+            continue;
+        t = u->api->slist_append(l, src->data);
+        if (!t)
+            goto nomem;
+        l = t;
+    }
+    if (!has_ctype) {
+        t = u->api->slist_append(l, "Content-Type: application/json");
+        if (!t)
+            goto nomem;
+        l = t;
+    }
+    t = u->api->slist_append(l, "Expect:");
+    if (!t)
+        goto nomem;
+    u->headers = t;
+    return 0;
+nomem:
+    u->api->slist_free_all(l);
+    return -ENOMEM;
+}
+
+int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
+                       const struct shim_handle_view *v, size_t max_response,
+                       struct shim_upstream **out)
+{
+    struct shim_upstream *u = calloc(1, sizeof(*u));
+    int rc;
+
+    if (!u)
+        return -ENOMEM;
+    u->api = api;
+    u->max_response = max_response;
+    shim_guard_enter();
+    u->h = api->easy_duphandle(h);
+    shim_guard_leave();
+    if (!u->h) {
+        free(u);
+        return -ENOMEM;
+    }
+    rc = copy_headers(u, v->headers);
+    if (rc) {
+        shim_upstream_close(u);
+        return rc;
+    }
+    shim_guard_enter();
+    api->easy_setopt(u->h, CURLOPT_HTTPHEADER, u->headers);
+    api->easy_setopt(u->h, CURLOPT_WRITEFUNCTION, on_body);
+    api->easy_setopt(u->h, CURLOPT_WRITEDATA, u);
+    api->easy_setopt(u->h, CURLOPT_HEADERFUNCTION, on_header);
+    api->easy_setopt(u->h, CURLOPT_HEADERDATA, u);
+    api->easy_setopt(u->h, CURLOPT_HEADER, 0L);
+    api->easy_setopt(u->h, CURLOPT_NOBODY, 0L);
+    api->easy_setopt(u->h, CURLOPT_UPLOAD, 0L);
+    api->easy_setopt(u->h, CURLOPT_FAILONERROR, 0L);
+    api->easy_setopt(u->h, CURLOPT_NOPROGRESS, 1L);
+    api->easy_setopt(u->h, CURLOPT_VERBOSE, 0L);
+    shim_guard_leave();
+    *out = u;
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t len,
+                            struct shim_http_reply *r, char *errbuf)
+{
+    CURLcode rc;
+    double t0 = now_s();
+
+    memset(r, 0, sizeof(*r));
+    shim_buf_init(&r->head, HEAD_CAP);
+    shim_buf_init(&r->body, u->max_response);
+    errbuf[0] = '\0';
+    u->cur = r;
+    shim_guard_enter();
+    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
+    u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
+    u->api->easy_setopt(u->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    rc = u->api->easy_perform(u->h);
+    if (rc == CURLE_OK) {
+        u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
+        const char *ct = NULL;
+        u->api->easy_getinfo(u->h, CURLINFO_HTTP_VERSION, &r->http_version);
+        u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
+        if (ct)
+            snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
+    }
+    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
+    shim_guard_leave();
+    u->cur = NULL;
+    r->seconds = now_s() - t0;
+    if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE > r->body.cap) {
+        snprintf(errbuf, CURL_ERROR_SIZE,
+                 "codeshim: upstream response larger than %zu bytes "
+                 "(CODESHIM_MAX_RESPONSE)", r->body.cap);
+        rc = CURLE_FILESIZE_EXCEEDED;
+    }
+    if (rc != CURLE_OK)
+        LOG_WARN("upstream call failed: %s (%d)", errbuf, (int)rc);
+    else
+        LOG_DEBUG("upstream answered %ld, %zu bytes in %.3f s", r->status,
+                  r->body.len, r->seconds);
+    return rc;
+}
+
+void shim_upstream_close(struct shim_upstream *u)
+{
+    if (!u)
+        return;
+    shim_guard_enter();
+    if (u->h)
+        u->api->easy_cleanup(u->h);
+    if (u->headers)
+        u->api->slist_free_all(u->headers);
+    shim_guard_leave();
+    free(u);
+}

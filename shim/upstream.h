@@ -1,0 +1,38 @@
+/* upstream.h - codeshim's own HTTP calls to the model's server.
+ *
+ * The only module that performs HTTP. Calls go through the real libcurl
+ * of the program's own build, on a private duplicate of the program's
+ * handle, so they inherit its TLS, proxy, timeout, resolve and auth
+ * settings; the program's callbacks are replaced by capped buffers. */
+#ifndef SHIM_UPSTREAM_H
+#define SHIM_UPSTREAM_H
+
+#include "buf.h"
+#include "handles.h"
+#include "real.h"
+
+struct shim_http_reply {
+    long status;
+    long http_version;    /* CURL_HTTP_VERSION_* */
+    char content_type[256]; /* "" when the upstream sent none */
+    struct shim_buf head; /* final response's status line + headers + CRLF */
+    struct shim_buf body; /* decoded body */
+    double seconds;
+};
+
+void shim_http_reply_free(struct shim_http_reply *r);
+
+struct shim_upstream;
+
+/* Duplicates the program's handle h. 0 or -errno. */
+int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
+                       const struct shim_handle_view *v, size_t max_response,
+                       struct shim_upstream **out);
+/* POSTs body to the program's URL. CURLE_OK with *r filled (any HTTP
+ * status), or the transfer's CURLcode with errbuf (CURL_ERROR_SIZE bytes)
+ * describing the failure. r is (re)initialised by the call. */
+CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t len,
+                            struct shim_http_reply *r, char *errbuf);
+void shim_upstream_close(struct shim_upstream *u);
+
+#endif

@@ -1,0 +1,152 @@
+"""Fixtures and helpers for codeshim's integration tests.
+
+    def test_x(fake):                    # model-mode fake upstream, stopped after
+        rc, out, err = run(["/usr/bin/curl", "-sS", fake.url + "/responses", ...],
+                           env={"OPENAI_API_KEY": "sk-test"})
+        fake.requests()                  # what the upstream received
+
+    def test_y(scripted):                # factory: scripted(list_of_replies)
+        up = scripted([{"status": 200, "body": {...}}, {"close": True}])
+
+Helpers (import them: ``from conftest import run, parse_sse, LIB, REPO``):
+    run(cmd, env=None, input=None, timeout=60, preload=True, cwd=None)
+        -> (returncode, stdout bytes, stderr bytes); runs cmd with
+        LD_PRELOAD=LIB in a minimal clean environment (PATH=/usr/bin:/bin,
+        HOME=a fresh temporary directory, plus env); nothing else is
+        inherited (never the real OPENAI_API_KEY).  preload=False runs the
+        same program without codeshim (baseline).
+    parse_sse(data) -> [(event name or None, data string), ...]
+    sse_json(data)  -> [(event name or None, parsed JSON or "[DONE]"), ...]
+The fake (tests/fakes/fake_openai.py) and the validator
+(tests/tools/schema_check.py) are importable as fake_openai and schema_check.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LIB = REPO / "build" / "libcodeshim.so"
+PYTHON = "/usr/bin/python3"
+
+for _d in (REPO / "tests" / "fakes", REPO / "tests" / "tools"):
+    if str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
+
+import fake_openai  # noqa: E402
+import schema_check  # noqa: E402
+
+BASE_PATH = "/usr/bin:/bin"
+
+
+@pytest.fixture
+def fake():
+    """A fake upstream in model mode on 127.0.0.1; .url ends in /v1."""
+    srv = fake_openai.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def scripted():
+    """Factory: scripted(list_of_replies) -> started fake; all stopped after."""
+    servers = []
+
+    def make(script):
+        srv = fake_openai.start(script=script)
+        servers.append(srv)
+        return srv
+
+    try:
+        yield make
+    finally:
+        for s in servers:
+            s.stop()
+
+
+@pytest.fixture
+def lib():
+    """Path of the built library; fails the test clearly when it is missing."""
+    if not LIB.exists():
+        pytest.fail("%s is missing: run `make` first" % LIB)
+    return LIB
+
+
+def clean_env(env=None, preload=True, home=None):
+    e = {"PATH": BASE_PATH}
+    if home is not None:
+        e["HOME"] = str(home)
+    if preload:
+        e["LD_PRELOAD"] = str(LIB)
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = str(v)
+    return e
+
+
+def run(cmd, env=None, input=None, timeout=60, preload=True, cwd=None):
+    """Run cmd under LD_PRELOAD=LIB with a minimal clean environment.
+
+    env: extra variables (a value of None removes a default one).
+    input: bytes or str for stdin.  Returns (returncode, stdout, stderr)."""
+    if preload and not LIB.exists():
+        raise FileNotFoundError("%s is missing: run `make` first" % LIB)
+    if isinstance(input, str):
+        input = input.encode("utf-8")
+    home = tempfile.mkdtemp(prefix="codeshim-home-")
+    try:
+        p = subprocess.run([str(c) for c in cmd], env=clean_env(env, preload, home),
+                           input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                           capture_output=True, timeout=timeout, cwd=cwd)
+        return p.returncode, p.stdout, p.stderr
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def parse_sse(data):
+    """Split an SSE byte stream into [(event name or None, data string)].
+
+    Follows the HTML event-stream rules: CRLF/LF/CR line ends, lines starting
+    with ':' are comments, "field: value" loses one leading space, several
+    data lines are joined with '\\n', an event is dispatched on a blank line
+    only when it has data (an unterminated last event is dropped, as clients
+    do)."""
+    if isinstance(data, (bytes, bytearray)):
+        data = bytes(data).decode("utf-8")
+    if data.startswith("\ufeff"):
+        data = data[1:]
+    out = []
+    event, buf = None, []
+    lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for line in lines[:-1]:     # the part after the last line end is incomplete
+        if line == "":
+            if buf:
+                out.append((event, "\n".join(buf)))
+            event, buf = None, []
+            continue
+        if line.startswith(":"):
+            continue
+        field, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            event = value
+        elif field == "data":
+            buf.append(value)
+    return out
+
+
+def sse_json(data):
+    """parse_sse, with each data parsed as JSON ("[DONE]" kept as a string)."""
+    return [(ev, d if d.strip() == "[DONE]" else json.loads(d))
+            for ev, d in parse_sse(data)]

@@ -1,0 +1,74 @@
+/* Unit tests: classify.c (which transfers codeshim takes over). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "classify.h"
+#include "json.h"
+
+static void url_paths(void **state)
+{
+    (void)state;
+    assert_int_equal(shim_classify_url("https://api.openai.com/v1/responses"), SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_url("http://127.0.0.1:8000/v1/chat/completions"), SHIM_API_CHAT);
+    assert_int_equal(shim_classify_url("https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"),
+                     SHIM_API_CHAT);
+    assert_int_equal(shim_classify_url("https://h/v1/responses/"), SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_url("localhost:8080/responses#frag"), SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_url("https://h/v1/responses/resp_1/cancel"), SHIM_API_NONE);
+    assert_int_equal(shim_classify_url("https://h/v1/completions"), SHIM_API_NONE);
+    assert_int_equal(shim_classify_url("https://h/v1/myresponses"), SHIM_API_NONE);
+    assert_int_equal(shim_classify_url("https://h/?next=/v1/responses"), SHIM_API_NONE);
+    assert_int_equal(shim_classify_url("https://h"), SHIM_API_NONE);
+    assert_int_equal(shim_classify_url(NULL), SHIM_API_NONE);
+}
+
+static const char body[] = "{\"tools\":[{\"type\":\"code_interpreter\"}]}";
+
+static void transfer_checks(void **state)
+{
+    const char *u = "https://h/v1/responses";
+    (void)state;
+    assert_int_equal(shim_classify_transfer(1, NULL, u, body, strlen(body), 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_transfer(1, "post", u, body, strlen(body), 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_transfer(0, NULL, u, body, strlen(body), 1 << 20), SHIM_API_NONE);
+    assert_int_equal(shim_classify_transfer(1, "PUT", u, body, strlen(body), 1 << 20), SHIM_API_NONE);
+    assert_int_equal(shim_classify_transfer(1, NULL, u, body, strlen(body), 8), SHIM_API_NONE);
+    assert_int_equal(shim_classify_transfer(1, NULL, u, NULL, 0, 1 << 20), SHIM_API_NONE);
+    assert_int_equal(shim_classify_transfer(1, NULL, u, "{\"tools\":[]}", 12, 1 << 20), SHIM_API_NONE);
+    /* the needle past the given length does not count */
+    assert_int_equal(shim_classify_transfer(1, NULL, u, body, 10, 1 << 20), SHIM_API_NONE);
+}
+
+static int body_is_ours(const char *s)
+{
+    cJSON *j = shim_json_parse(s, strlen(s));
+    int r = shim_classify_body(j);
+    cJSON_Delete(j);
+    return r;
+}
+
+static void body_checks(void **state)
+{
+    (void)state;
+    assert_true(body_is_ours(body));
+    assert_true(body_is_ours("{\"tools\":[{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"code_interpreter\",\"container\":{\"type\":\"auto\"}}]}"));
+    assert_false(body_is_ours("{\"tools\":[{\"type\":\"function\",\"name\":\"code_interpreter\"}]}"));
+    assert_false(body_is_ours("{\"input\":\"code_interpreter\"}"));
+    assert_false(body_is_ours("[{\"type\":\"code_interpreter\"}]"));
+    assert_false(body_is_ours("{\"tools\":{\"type\":\"code_interpreter\"}}"));
+    assert_false(body_is_ours("not json code_interpreter"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(url_paths),
+        cmocka_unit_test(transfer_checks),
+        cmocka_unit_test(body_checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

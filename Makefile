@@ -26,8 +26,11 @@ CORE_OBJ := $(filter-out $(BUILD)/obj/shim/preload.o,$(SHIM_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+# Small libcurl programs the integration tests drive (odd delivery cases).
+TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
+               $(wildcard tests/integration/progs/*.c))
 
-.PHONY: all test unit integration exports examples clean
+.PHONY: all deps test unit integration exports examples clean
 all: $(BUILD)/libcodeshim.so $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
@@ -55,7 +58,16 @@ $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl -lcjson
 
-test: all unit exports integration
+$(BUILD)/testprogs/%: tests/integration/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl -lcjson -lpthread
+
+deps:
+	@scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit exports integration
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -63,8 +75,8 @@ unit: $(UNIT_BIN)
 exports: $(BUILD)/libcodeshim.so
 	@tests/tools/check_exports.sh $(BUILD)/libcodeshim.so
 
-integration: all
-	$(PYTHON) -m pytest -q tests/integration
+integration: all $(TESTPROGS)
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
 clean:
 	rm -rf $(BUILD)

@@ -63,6 +63,14 @@ struct shim_api_ops {
 };
 
 extern const struct shim_api_ops shim_responses_ops;
+extern const struct shim_api_ops shim_chat_ops;
+
+/* The code_interpreter_call item OpenAI's container would have produced
+ * for c (caller owns). */
+cJSON *shim_responses_ci_item(const struct shim_call *c);
+/* The program's tools as OpenAI echoes them: function tools always carry
+ * "parameters" and "strict", code_interpreter a "container" (caller owns). */
+cJSON *shim_responses_echo_tools(const cJSON *req);
 
 /* Shared helpers (conv.c). */
 /* Picks a tool name that none of the program's tools uses. */

@@ -35,7 +35,7 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
         return real_perform(api, h);
     kind = shim_classify_transfer(v.method == SHIM_METHOD_POST, v.custom_request, v.url,
                                   v.body, v.body_len, cfg->max_request);
-    req = kind == SHIM_API_RESPONSES ? shim_json_parse(v.body, v.body_len) : NULL;
+    req = kind != SHIM_API_NONE ? shim_json_parse(v.body, v.body_len) : NULL;
     if (!req || !shim_classify_body(req)) {
         cJSON_Delete(req);
         shim_handle_view_free(&v);

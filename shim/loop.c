@@ -8,6 +8,7 @@
 #include "json.h"
 #include "log.h"
 #include "sandbox.h"
+#include "stream.h"
 #include "upstream.h"
 
 #include <stdio.h>
@@ -17,9 +18,13 @@
 struct run {
     const struct shim_config *cfg;
     const struct shim_api_ops *ops;
+    enum shim_api kind;
+    const cJSON *req;
     struct shim_conv cv;
     struct shim_sandbox *sb;
     struct shim_sink sink;
+    struct shim_stream st;
+    int streaming; /* SSE headers and first events sent */
     int executed;
 };
 
@@ -33,95 +38,121 @@ static char *join3(const char *a, const char *b, const char *c)
     return s;
 }
 
-/* Runs one call of codeshim's tool; every outcome becomes tool output. */
+/* Runs one call of codeshim's tool; every outcome becomes tool output.
+ * A streaming program sees the call start before the sandbox runs. */
 static void run_call(struct run *r, struct shim_call *c)
 {
     const char *why = NULL;
-    int rc;
+    int rc = 0;
 
     c->executed = 1;
+    r->executed++;
     shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
     c->code = shim_conv_parse_code(c->arguments, &why);
-    if (!c->code) {
-        c->output = join3("Error: ", why,
-                          ". Call the tool again with a JSON object such as "
-                          "{\"code\": \"print(1 + 1)\"}.");
-        c->status = "failed";
-        goto id;
-    }
-    if (!r->sb && (rc = shim_sandbox_open(r->cfg, &r->sb)) < 0) {
-        c->output = join3("Error: the sandbox could not be started (",
-                          strerror(-rc), "); the code was not run.");
-        c->status = "failed";
+    if (c->code && !r->sb && (rc = shim_sandbox_open(r->cfg, &r->sb)) < 0)
         r->sb = NULL;
-        goto id;
-    }
-    rc = shim_sandbox_exec(r->sb, c->code, strlen(c->code), &c->res);
-    if (rc < 0) {
-        c->output = join3("Error: the sandbox failed (", strerror(-rc),
-                          "); the code may not have run.");
-        c->status = "failed";
-        goto id;
-    }
-    c->output = strdup(c->res.logs ? c->res.logs : "");
-    switch (c->res.status) {
-    case SHIM_EXEC_TIMEOUT: c->status = "incomplete"; break;
-    case SHIM_EXEC_FAILED: c->status = "failed"; break;
-    default: c->status = "completed"; break;
-    }
-    LOG_INFO("execution %d: %s, %zu bytes of output, %.3f s", r->executed + 1,
-             c->status, c->res.logs_len, c->res.seconds);
-id:
     if (r->sb)
         snprintf(c->container_id, sizeof(c->container_id), "%s",
                  shim_sandbox_container_id(r->sb));
     else
         shim_id_make(c->container_id, sizeof(c->container_id), "cntr_", 48);
-    r->executed++;
+    if (r->streaming)
+        shim_stream_exec_begin(&r->st, c);
+    if (!c->code) {
+        c->output = join3("Error: ", why,
+                          ". Call the tool again with a JSON object such as "
+                          "{\"code\": \"print(1 + 1)\"}.");
+        c->status = "failed";
+    } else if (rc < 0) {
+        c->output = join3("Error: the sandbox could not be started (", strerror(-rc),
+                          "); the code was not run.");
+        c->status = "failed";
+    } else if ((rc = shim_sandbox_exec(r->sb, c->code, strlen(c->code), &c->res)) < 0) {
+        c->output = join3("Error: the sandbox failed (", strerror(-rc),
+                          "); the code may not have run.");
+        c->status = "failed";
+    } else {
+        c->output = strdup(c->res.logs ? c->res.logs : "");
+        c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
+                    : c->res.status == SHIM_EXEC_FAILED ? "failed"
+                                                        : "completed";
+        LOG_INFO("execution %d: %s, %zu bytes of output, %.3f s", r->executed,
+                 c->status, c->res.logs_len, c->res.seconds);
+    }
+    if (r->streaming)
+        shim_stream_exec_end(&r->st, c);
 }
 
-/* The upstream's own answer, as received (errors, unknown shapes). */
-static CURLcode deliver_raw(struct run *r, const struct shim_http_reply *rep)
+static CURLcode oom(struct run *r)
+{
+    return shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
+}
+
+/* Status line and headers for a body codeshim made (or relays). */
+static CURLcode begin(struct run *r, const struct shim_http_reply *rep, long status,
+                      const char *ctype, long long len)
 {
     struct shim_buf head;
     CURLcode rc;
 
     shim_buf_init(&head, 1 << 20);
-    if (shim_deliver_head(&head, rep->status, rep->http_version, rep->head.data,
-                          rep->head.len, rep->content_type[0] ? rep->content_type : NULL,
-                          (long long)rep->body.len) < 0) {
+    if (shim_deliver_head(&head, status, rep->http_version, rep->head.data, rep->head.len,
+                          ctype, len) < 0) {
         shim_buf_free(&head);
-        return shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
+        return oom(r);
     }
-    rc = shim_sink_begin(&r->sink, rep->status, rep->http_version, head.data, head.len,
-                         rep->content_type[0] ? rep->content_type : NULL,
-                         (long long)rep->body.len);
-    if (rc == CURLE_OK)
-        shim_sink_body(&r->sink, rep->body.data ? rep->body.data : "", rep->body.len);
+    rc = shim_sink_begin(&r->sink, status, rep->http_version, head.data, head.len, ctype, len);
     shim_buf_free(&head);
+    return rc;
+}
+
+/* The upstream's own answer, as received (errors, unknown shapes). */
+static CURLcode deliver_raw(struct run *r, const struct shim_http_reply *rep)
+{
+    const char *ct = rep->content_type[0] ? rep->content_type : NULL;
+
+    if (begin(r, rep, rep->status, ct, (long long)rep->body.len) == CURLE_OK)
+        shim_sink_body(&r->sink, rep->body.data ? rep->body.data : "", rep->body.len);
     return shim_sink_end(&r->sink);
 }
 
 static CURLcode deliver_json(struct run *r, const struct shim_http_reply *rep,
                              const cJSON *answer)
 {
-    struct shim_buf head;
     char *json = cJSON_PrintUnformatted(answer);
     size_t len;
 
     if (!json)
-        return shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
+        return oom(r);
     len = strlen(json);
-    shim_buf_init(&head, 1 << 20);
-    if (shim_deliver_head(&head, rep->status, rep->http_version, rep->head.data,
-                          rep->head.len, "application/json", (long long)len) == 0 &&
-        shim_sink_begin(&r->sink, rep->status, rep->http_version, head.data, head.len,
-                        "application/json", (long long)len) == CURLE_OK)
+    if (begin(r, rep, rep->status, "application/json", (long long)len) == CURLE_OK)
         shim_sink_body(&r->sink, json, len);
-    else if (r->sink.rc == CURLE_OK)
-        shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
-    shim_buf_free(&head);
     free(json);
+    return shim_sink_end(&r->sink);
+}
+
+static int sink_write(void *ctx, const char *p, size_t n)
+{
+    struct run *r = ctx;
+    return shim_sink_body(&r->sink, p, n) == CURLE_OK ? 0 : -1;
+}
+
+/* SSE starts once the first upstream reply is known to be good, so an
+ * upstream error still reaches the program as that status and body. */
+static void start_stream(struct run *r, const struct shim_http_reply *rep,
+                         const cJSON *reply)
+{
+    if (begin(r, rep, rep->status, "text/event-stream", -1) != CURLE_OK)
+        return;
+    shim_stream_init(&r->st, r->kind, &r->cv, sink_write, r);
+    r->streaming = 1;
+    shim_stream_start(&r->st, r->req, reply);
+}
+
+/* A failure after the stream began ends it with a failure event. */
+static CURLcode fail_stream(struct run *r, const char *code, const char *message)
+{
+    shim_stream_fail(&r->st, code, message);
     return shim_sink_end(&r->sink);
 }
 
@@ -139,6 +170,87 @@ static int exec_cap(const struct shim_config *cfg, const cJSON *req)
     return m > 0 && m < cfg->max_loops ? (int)m : cfg->max_loops;
 }
 
+/* One upstream round trip and what follows from it. Returns 1 to go on,
+ * 0 when the program's answer has been delivered (rc set). */
+static int step(struct run *r, struct shim_upstream *u, cJSON *up,
+                struct shim_http_reply *rep, CURLcode *rc)
+{
+    char errbuf[CURL_ERROR_SIZE];
+    char *body = cJSON_PrintUnformatted(up);
+    struct shim_call *calls = NULL;
+    cJSON *reply = NULL, *answer;
+    size_t n = 0, i;
+    int foreign = 0, capped = 0;
+
+    if (!body) {
+        *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
+        return 0;
+    }
+    shim_http_reply_free(rep);
+    *rc = shim_upstream_post(u, body, strlen(body), rep, errbuf);
+    free(body);
+    if (*rc != CURLE_OK) {
+        *rc = r->streaming ? fail_stream(r, "upstream_unreachable", errbuf)
+                           : shim_sink_fail(&r->sink, *rc, errbuf);
+        return 0;
+    }
+    if (rep->status < 200 || rep->status >= 300) {
+        LOG_INFO("upstream answered %ld; handing it to the program", rep->status);
+        if (r->streaming) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "the model server answered HTTP %ld", rep->status);
+            *rc = fail_stream(r, "upstream_error", msg);
+        } else {
+            *rc = deliver_raw(r, rep);
+        }
+        return 0;
+    }
+    reply = shim_json_parse(rep->body.data, rep->body.len);
+    if (!reply || r->ops->scan(reply, &r->cv, &calls, &n, &foreign) < 0) {
+        LOG_WARN("upstream answer is not a %s object; handing it over as is", r->ops->name);
+        *rc = r->streaming ? fail_stream(r, "upstream_error",
+                                         "the model server's answer could not be read")
+                           : deliver_raw(r, rep);
+        cJSON_Delete(reply);
+        return 0;
+    }
+    if (r->cv.stream && !r->streaming)
+        start_stream(r, rep, reply);
+    if (r->streaming)
+        shim_stream_turn(&r->st, reply);
+    for (i = 0; i < n && r->sink.rc == CURLE_OK; i++) {
+        if (r->executed >= r->cv.max_exec) {
+            capped = 1;
+            LOG_WARN("execution cap (%d) reached; answering incomplete", r->cv.max_exec);
+            break;
+        }
+        run_call(r, &calls[i]);
+    }
+    if (r->sink.rc != CURLE_OK) { /* the program stopped reading */
+        *rc = shim_sink_end(&r->sink);
+    } else if (n == 0 || capped || foreign) {
+        answer = r->ops->finish(r->req, reply, calls, n, &r->cv, capped);
+        if (!answer)
+            *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory")
+                               : oom(r);
+        else if (r->streaming) {
+            shim_stream_finish(&r->st, answer);
+            *rc = shim_sink_end(&r->sink);
+        } else {
+            *rc = deliver_json(r, rep, answer);
+        }
+        cJSON_Delete(answer);
+    } else {
+        r->ops->advance(up, reply, calls, n, &r->cv);
+        cJSON_Delete(reply);
+        free_calls(calls, n);
+        return 1;
+    }
+    cJSON_Delete(reply);
+    free_calls(calls, n);
+    return 0;
+}
+
 CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
                        const struct shim_handle_view *v, enum shim_api kind,
                        const cJSON *req, double t0)
@@ -147,83 +259,31 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     struct shim_upstream *u = NULL;
     struct shim_http_reply rep;
     cJSON *up;
-    char errbuf[CURL_ERROR_SIZE];
-    CURLcode rc;
+    CURLcode rc = CURLE_OK;
     int turns = 0;
 
     memset(&r, 0, sizeof(r));
     memset(&rep, 0, sizeof(rep));
     r.cfg = shim_config();
-    r.ops = &shim_responses_ops;
-    (void)kind;
+    r.kind = kind;
+    r.req = req;
+    r.ops = kind == SHIM_API_CHAT ? &shim_chat_ops : &shim_responses_ops;
     r.cv.max_exec = exec_cap(r.cfg, req);
     shim_sink_init(&r.sink, h, v, t0);
     up = r.ops->prepare(req, &r.cv);
     if (!up || shim_upstream_open(api, h, v, r.cfg->max_response, &u) < 0) {
-        rc = shim_sink_fail(&r.sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
+        rc = oom(&r);
         goto out;
     }
-    LOG_INFO("intercepted %s request to %s (tool \"%s\")", r.ops->name, v->url,
-             r.cv.tool_name);
-    for (;;) {
-        char *body = cJSON_PrintUnformatted(up);
-        struct shim_call *calls = NULL;
-        cJSON *reply;
-        size_t n = 0, i;
-        int foreign = 0, capped = 0;
-
-        if (!body) {
-            rc = shim_sink_fail(&r.sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
-            goto out;
-        }
-        shim_http_reply_free(&rep);
-        rc = shim_upstream_post(u, body, strlen(body), &rep, errbuf);
-        free(body);
-        turns++;
-        if (rc != CURLE_OK) {
-            rc = shim_sink_fail(&r.sink, rc, errbuf);
-            goto out;
-        }
-        if (rep.status < 200 || rep.status >= 300) {
-            LOG_INFO("upstream answered %ld; handing it to the program", rep.status);
-            rc = deliver_raw(&r, &rep);
-            goto out;
-        }
-        reply = shim_json_parse(rep.body.data, rep.body.len);
-        if (!reply || r.ops->scan(reply, &r.cv, &calls, &n, &foreign) < 0) {
-            LOG_WARN("upstream answer is not a %s object; handing it over as is",
-                     r.ops->name);
-            cJSON_Delete(reply);
-            rc = deliver_raw(&r, &rep);
-            goto out;
-        }
-        for (i = 0; i < n; i++) {
-            if (r.executed >= r.cv.max_exec) {
-                capped = 1;
-                LOG_WARN("execution cap (%d) reached; answering incomplete",
-                         r.cv.max_exec);
-                break;
-            }
-            run_call(&r, &calls[i]);
-        }
-        if (n == 0 || capped || foreign) {
-            cJSON *answer = r.ops->finish(req, reply, calls, n, &r.cv, capped);
-            if (answer)
-                rc = deliver_json(&r, &rep, answer);
-            else
-                rc = shim_sink_fail(&r.sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
-            cJSON_Delete(answer);
-            cJSON_Delete(reply);
-            free_calls(calls, n);
-            goto out;
-        }
-        r.ops->advance(up, reply, calls, n, &r.cv);
-        cJSON_Delete(reply);
-        free_calls(calls, n);
-    }
+    LOG_INFO("intercepted %s request to %s (tool \"%s\"%s)", r.ops->name, v->url,
+             r.cv.tool_name, r.cv.stream ? ", streaming" : "");
+    while (turns++, step(&r, u, up, &rep, &rc))
+        ;
 out:
-    LOG_INFO("%s request done: %d upstream calls, %d executions, result %d",
-             r.ops->name, turns, r.executed, (int)rc);
+    LOG_INFO("%s request done: %d upstream calls, %d executions, result %d", r.ops->name,
+             turns, r.executed, (int)rc);
+    if (r.streaming)
+        shim_stream_free(&r.st);
     shim_http_reply_free(&rep);
     shim_upstream_close(u);
     shim_sandbox_close(r.sb);

@@ -325,8 +325,7 @@ static const struct shim_call *find_call(const char *call_id, const struct shim_
     return NULL;
 }
 
-/* The code_interpreter_call item OpenAI's container would have produced. */
-static cJSON *ci_item(const struct shim_call *c)
+cJSON *shim_responses_ci_item(const struct shim_call *c)
 {
     cJSON *it = cJSON_CreateObject(), *outs;
     size_t i;
@@ -373,7 +372,7 @@ static void add_visible(const cJSON *reply, const struct shim_call *calls, size_
         if (is_internal_call(it, cv)) {
             const struct shim_call *c = find_call(shim_json_str(it, "call_id"), calls, n);
             if (c && c->executed)
-                cJSON_AddItemToArray(cv->visible, ci_item(c));
+                cJSON_AddItemToArray(cv->visible, shim_responses_ci_item(c));
         } else {
             cJSON_AddItemToArray(cv->visible, cJSON_Duplicate(it, 1));
         }
@@ -470,25 +469,24 @@ static void echo_from_request(cJSON *out, const cJSON *req, const char *key)
         shim_json_set(out, key, cJSON_Duplicate(v, 1));
 }
 
-/* The tools as the program sent them, with what OpenAI's echo always has:
- * function tools carry "parameters" and "strict" (default true). */
-static void echo_tools(cJSON *out, const cJSON *req)
+cJSON *shim_responses_echo_tools(const cJSON *req)
 {
     cJSON *tools = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req, "tools"), 1), *t;
 
-    if (!tools)
-        return;
     cJSON_ArrayForEach(t, tools)
     {
         const char *type = shim_json_str(t, "type");
-        if (!type || strcmp(type, "function"))
-            continue;
-        if (!cJSON_GetObjectItemCaseSensitive(t, "parameters"))
-            cJSON_AddNullToObject(t, "parameters");
-        if (!cJSON_GetObjectItemCaseSensitive(t, "strict"))
-            cJSON_AddTrueToObject(t, "strict");
+        if (type && !strcmp(type, "function")) {
+            if (!cJSON_GetObjectItemCaseSensitive(t, "parameters"))
+                cJSON_AddNullToObject(t, "parameters");
+            if (!cJSON_GetObjectItemCaseSensitive(t, "strict"))
+                cJSON_AddTrueToObject(t, "strict");
+        } else if (type && !strcmp(type, "code_interpreter") &&
+                   !cJSON_GetObjectItemCaseSensitive(t, "container")) {
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "container"), "type", "auto");
+        }
     }
-    shim_json_set(out, "tools", tools);
+    return tools;
 }
 
 static cJSON *r_finish(const cJSON *req, const cJSON *last, const struct shim_call *calls,
@@ -500,7 +498,8 @@ static cJSON *r_finish(const cJSON *req, const cJSON *last, const struct shim_ca
         return NULL;
     add_visible(last, calls, n, cv);
     shim_json_set(out, "output", cJSON_Duplicate(cv->visible, 1));
-    echo_tools(out, req);
+    if (cJSON_GetObjectItemCaseSensitive(req, "tools"))
+        shim_json_set(out, "tools", shim_responses_echo_tools(req));
     echo_from_request(out, req, "tool_choice");
     echo_from_request(out, req, "metadata");
     if (cv->usage) {

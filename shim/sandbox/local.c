@@ -128,31 +128,51 @@ static void rm_tree(const char *path)
                  strerror(errno));
 }
 
-static int make_tree(struct local *l, const char *tmpdir)
+/* (Re)creates the subdirectories, and the root if user code removed it;
+ * a root that is no longer our own directory is refused. */
+static int ensure_tree(const struct local *l)
 {
     static const char *const subs[] = {"data", "home", "tmp", "run"};
     char p[SHIM_PATH_MAX];
+    struct stat st;
     size_t i;
+
+    if (mkdir(l->root, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    if (lstat(l->root, &st) != 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+        return -EEXIST;
+    chmod(l->root, 0700); /* whatever the host's umask */
+    for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        if (subpath(p, sizeof(p), l->root, subs[i]))
+            return -ENAMETOOLONG;
+        if (mkdir(p, 0700) == 0)
+            chmod(p, 0700);
+        else if (errno != EEXIST)
+            return -errno;
+    }
+    return 0;
+}
+
+static int make_tree(struct local *l, const char *tmpdir)
+{
+    int rc;
 
     if (subpath(l->root, sizeof(l->root), tmpdir, "codeshim-XXXXXX"))
         return -ENAMETOOLONG;
     if (!mkdtemp(l->root)) {
-        int rc = -errno;
+        rc = -errno;
         LOG_ERR("cannot create a sandbox directory in %s: %s", tmpdir,
-                strerror(errno));
+                strerror(-rc));
         return rc;
     }
-    chmod(l->root, 0700); /* whatever the host's umask */
-    for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-        if (subpath(p, sizeof(p), l->root, subs[i]) || mkdir(p, 0700) != 0) {
-            int rc = errno ? -errno : -ENAMETOOLONG;
-            LOG_ERR("cannot create %s: %s", p, strerror(-rc));
-            rm_tree(l->root);
-            return rc;
-        }
-        chmod(p, 0700);
+    rc = ensure_tree(l);
+    if (rc) {
+        LOG_ERR("cannot set up %s: %s", l->root, strerror(-rc));
+        rm_tree(l->root);
     }
-    return 0;
+    return rc;
 }
 
 /* ---- the worker process ---- */
@@ -567,7 +587,9 @@ static int local_exec(void *state, const char *code, size_t len,
         l->lost = 0;
     }
     if (l->pid <= 0) {
-        rc = spawn_worker(l);
+        rc = ensure_tree(l); /* the lost worker's code may have removed it */
+        if (rc == 0)
+            rc = spawn_worker(l);
         if (rc) {
             out->status = SHIM_EXEC_FAILED;
             shim_buf_addf(&logs,
@@ -627,7 +649,7 @@ static int local_exec(void *state, const char *code, size_t len,
             shim_buf_adds(&logs, "The sandbox worker sent an invalid reply");
             LOG_WARN("sandbox worker sent an invalid reply; restarting it");
         } else {
-            shim_buf_adds(&logs, "The Python interpreter ");
+            shim_buf_addf(&logs, "The Python interpreter (%s) ", l->python);
             describe_exit(&logs, st);
         }
         shim_buf_adds(&logs, "; it was restarted and its state (variables, "

@@ -25,6 +25,7 @@ def _worker():
     import json
     import linecache
     import select
+    import shutil
     import signal
     import traceback
     import types
@@ -55,6 +56,9 @@ def _worker():
 
         def writable(self):
             return True
+
+        def fileno(self):  # subprocess, faulthandler, isatty() want it
+            return self._fd
 
         def write(self, b):
             mv = memoryview(b)
@@ -89,17 +93,30 @@ def _worker():
     import warnings
     warnings.filterwarnings("ignore", message=".*non-interactive.*")
 
+    def hang_up():
+        # The host is gone without closing us (a normal close kills us
+        # before it closes the socket): remove the sandbox's files and kill
+        # the whole group, user code included, so nothing is left behind.
+        try:
+            shutil.rmtree(root, ignore_errors=True)
+        finally:
+            os.killpg(0, signal.SIGKILL)
+            os._exit(1)
+
     def watchdog():
-        # If the host dies without closing us, kill the whole group, user
-        # code included, rather than leave orphans running.
+        # Notices the hang-up even while user code keeps the main thread.
+        me = os.fstat(sock)
         p = select.poll()
         p.register(sock, select.POLLRDHUP)
-        while True:
-            try:
-                if p.poll():
-                    os.killpg(0, signal.SIGKILL)
-            except InterruptedError:
-                pass
+        while not p.poll():
+            pass
+        try:
+            st = os.fstat(sock)
+        except OSError:
+            return  # user code closed our socket: nothing left to watch
+        if (st.st_dev, st.st_ino) != (me.st_dev, me.st_ino):
+            return  # ... and reused its number
+        hang_up()
 
     _thread.start_new_thread(watchdog, ())
 
@@ -286,12 +303,10 @@ def _worker():
         finally:
             os.dup2(null_fd, 1)
             os.dup2(null_fd, 2)
-        resp = {"seq": seq, "status": status, "images": images, "files": files}
+        resp = {"seq": seq, "status": status, "images": images,
+                "files": files}
         send_frame(json.dumps(resp).encode("ascii"))
-    try:
-        os.killpg(0, signal.SIGKILL)  # the host hung up: take children along
-    finally:
-        os._exit(0)
+    hang_up()
 
 
 _worker()

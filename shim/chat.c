@@ -1,0 +1,326 @@
+/* chat.c - the Chat Completions adapter (POST .../chat/completions); pure.
+ *
+ * Chat has no hosted code interpreter, so the native tool becomes a nested
+ * function tool; the loop appends an assistant message with codeshim's
+ * tool_calls and one role:"tool" message per call. The program gets the
+ * last chat.completion with codeshim's tool calls removed, finish_reason
+ * made consistent, and usage summed over every upstream call. Earlier
+ * turns in the program's own history pass through as they are. */
+#include "conv.h"
+#include "json.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char tool_description[] =
+    "Run Python 3 code in a stateful, Jupyter-notebook-like sandbox. "
+    "Variables, imports and files persist between calls. The working "
+    "directory is /mnt/data. The result shows stdout and stderr, the value "
+    "of the last expression, or the traceback of an exception. The sandbox "
+    "has no internet access.";
+
+static cJSON *function_tool(const char *name)
+{
+    cJSON *t = cJSON_CreateObject(), *fn, *params, *props, *code, *req;
+
+    cJSON_AddStringToObject(t, "type", "function");
+    fn = cJSON_AddObjectToObject(t, "function");
+    cJSON_AddStringToObject(fn, "name", name);
+    cJSON_AddStringToObject(fn, "description", tool_description);
+    params = cJSON_AddObjectToObject(fn, "parameters");
+    cJSON_AddStringToObject(params, "type", "object");
+    props = cJSON_AddObjectToObject(params, "properties");
+    code = cJSON_AddObjectToObject(props, "code");
+    cJSON_AddStringToObject(code, "type", "string");
+    cJSON_AddStringToObject(code, "description", "The Python code to run.");
+    req = cJSON_AddArrayToObject(params, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+    return t;
+}
+
+static int is_ci(const cJSON *o)
+{
+    const char *type = shim_json_str(o, "type");
+    const char *name = shim_json_str(o, "name");
+    const char *fname = shim_json_str(cJSON_GetObjectItemCaseSensitive(o, "function"), "name");
+    return (type && !strcmp(type, "code_interpreter")) ||
+           (name && !strcmp(name, "code_interpreter")) ||
+           (fname && !strcmp(fname, "code_interpreter"));
+}
+
+static cJSON *forced_function(const char *name)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", "function");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "name", name);
+    return c;
+}
+
+static void rewrite_choice(cJSON *up, struct shim_conv *cv)
+{
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
+    const char *type;
+
+    if (cJSON_IsString(tc)) {
+        cv->forced_choice = !strcmp(tc->valuestring, "required");
+        return;
+    }
+    if (!cJSON_IsObject(tc))
+        return;
+    type = shim_json_str(tc, "type");
+    if (is_ci(tc)) {
+        shim_json_set(up, "tool_choice", forced_function(cv->tool_name));
+        cv->forced_choice = 1;
+    } else if (type && !strcmp(type, "allowed_tools")) {
+        cJSON *at = cJSON_GetObjectItemCaseSensitive(tc, "allowed_tools");
+        cJSON *tools = cJSON_GetObjectItemCaseSensitive(at, "tools"), *t;
+        const char *mode = shim_json_str(at, "mode");
+        cJSON_ArrayForEach(t, tools)
+        {
+            if (is_ci(t)) {
+                cJSON *f = forced_function(cv->tool_name);
+                cJSON_ReplaceItemViaPointer(tools, t, f);
+                t = f;
+            }
+        }
+        cv->forced_choice = mode && !strcmp(mode, "required");
+    } else {
+        cv->forced_choice = 1;
+    }
+}
+
+static void relax_choice(cJSON *up)
+{
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
+    const char *type = shim_json_str(tc, "type");
+
+    if (type && !strcmp(type, "allowed_tools"))
+        shim_json_set(cJSON_GetObjectItemCaseSensitive(tc, "allowed_tools"), "mode",
+                      cJSON_CreateString("auto"));
+    else if (tc)
+        shim_json_set(up, "tool_choice", cJSON_CreateString("auto"));
+}
+
+static cJSON *c_prepare(const cJSON *req, struct shim_conv *cv)
+{
+    cJSON *up = cJSON_Duplicate(req, 1), *tools, *nt, *t, *so;
+    int inserted = 0;
+
+    if (!up)
+        return NULL;
+    tools = cJSON_GetObjectItemCaseSensitive(up, "tools");
+    shim_conv_pick_tool_name(tools, 1, cv->tool_name, sizeof(cv->tool_name));
+    nt = cJSON_CreateArray();
+    cJSON_ArrayForEach(t, tools)
+    {
+        if (is_ci(t)) {
+            if (!inserted++)
+                cJSON_AddItemToArray(nt, function_tool(cv->tool_name));
+        } else {
+            cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
+        }
+    }
+    shim_json_set(up, "tools", nt);
+    rewrite_choice(up, cv);
+    cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
+    so = cJSON_GetObjectItemCaseSensitive(up, "stream_options");
+    cv->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream");
+    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream_options");
+    shim_conv_strip_private(up);
+    return up;
+}
+
+static const cJSON *first_message(const cJSON *reply)
+{
+    const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reply, "choices"), 0);
+    return cJSON_GetObjectItemCaseSensitive(ch, "message");
+}
+
+static int is_internal(const cJSON *tc, const struct shim_conv *cv)
+{
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+    const char *name = shim_json_str(fn, "name");
+    return name && !strcmp(name, cv->tool_name);
+}
+
+static void sum_usage(struct shim_conv *cv, const cJSON *usage)
+{
+    static const char *const top[] = {"prompt_tokens", "completion_tokens", "total_tokens"};
+    cJSON *pd, *cd;
+    size_t i;
+
+    if (!cJSON_IsObject(usage))
+        return;
+    if (!cv->usage)
+        cv->usage = cJSON_CreateObject();
+    for (i = 0; i < 3; i++)
+        shim_json_add_int(cv->usage, usage, top[i]);
+    pd = cJSON_GetObjectItemCaseSensitive(cv->usage, "prompt_tokens_details");
+    if (!pd)
+        pd = cJSON_AddObjectToObject(cv->usage, "prompt_tokens_details");
+    cd = cJSON_GetObjectItemCaseSensitive(cv->usage, "completion_tokens_details");
+    if (!cd)
+        cd = cJSON_AddObjectToObject(cv->usage, "completion_tokens_details");
+    shim_json_add_int(pd, cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens_details"),
+                      "cached_tokens");
+    shim_json_add_int(cd, cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens_details"),
+                      "reasoning_tokens");
+}
+
+static int c_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **calls,
+                  size_t *n, int *foreign)
+{
+    const cJSON *msg = first_message(reply), *tc;
+    struct shim_call *v = NULL;
+    size_t k = 0, cap;
+
+    *calls = NULL;
+    *n = 0;
+    *foreign = 0;
+    if (!cJSON_IsObject(reply) || !cJSON_IsObject(msg))
+        return -EPROTO;
+    cv->nreplies++;
+    sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
+    cap = (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"));
+    if (cap) {
+        v = calloc(cap, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+    }
+    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
+    {
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(tc, "function"), "arguments");
+        const char *id = shim_json_str(tc, "id");
+        struct shim_call *c;
+
+        if (!is_internal(tc, cv)) {
+            *foreign = 1;
+            continue;
+        }
+        c = &v[k++];
+        c->call_id = strdup(id ? id : "call_missing");
+        c->arguments = cJSON_IsString(args) ? strdup(args->valuestring)
+                                            : cJSON_PrintUnformatted(args);
+        if (!c->call_id) {
+            while (k)
+                shim_call_free(&v[--k]);
+            free(v);
+            return -ENOMEM;
+        }
+    }
+    *calls = v;
+    *n = k;
+    return 0;
+}
+
+static const struct shim_call *find_call(const char *id, const struct shim_call *calls,
+                                         size_t n)
+{
+    size_t i;
+
+    for (i = 0; id && i < n; i++)
+        if (calls[i].call_id && !strcmp(calls[i].call_id, id))
+            return &calls[i];
+    return NULL;
+}
+
+static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *calls,
+                     size_t n, struct shim_conv *cv)
+{
+    const cJSON *msg = first_message(reply), *tc, *content;
+    cJSON *msgs = cJSON_GetObjectItemCaseSensitive(up, "messages"), *am, *tcs;
+    size_t i;
+
+    if (!cJSON_IsArray(msgs)) {
+        msgs = cJSON_CreateArray();
+        shim_json_set(up, "messages", msgs);
+    }
+    am = cJSON_CreateObject();
+    cJSON_AddStringToObject(am, "role", "assistant");
+    content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+    cJSON_AddItemToObject(am, "content",
+                          cJSON_IsString(content) ? cJSON_CreateString(content->valuestring)
+                                                  : cJSON_CreateNull());
+    tcs = cJSON_AddArrayToObject(am, "tool_calls");
+    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
+    {
+        const struct shim_call *c;
+        cJSON *t, *fn;
+        if (!is_internal(tc, cv))
+            continue;
+        c = find_call(shim_json_str(tc, "id"), calls, n);
+        if (!c || !c->executed)
+            continue;
+        t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "id", c->call_id);
+        cJSON_AddStringToObject(t, "type", "function");
+        fn = cJSON_AddObjectToObject(t, "function");
+        cJSON_AddStringToObject(fn, "name", cv->tool_name);
+        cJSON_AddStringToObject(fn, "arguments", c->arguments ? c->arguments : "");
+        cJSON_AddItemToArray(tcs, t);
+    }
+    cJSON_AddItemToArray(msgs, am);
+    for (i = 0; i < n; i++) {
+        cJSON *tm;
+        if (!calls[i].executed)
+            continue;
+        tm = cJSON_CreateObject();
+        cJSON_AddStringToObject(tm, "role", "tool");
+        cJSON_AddStringToObject(tm, "tool_call_id", calls[i].call_id);
+        cJSON_AddStringToObject(tm, "content", calls[i].output ? calls[i].output : "");
+        cJSON_AddItemToArray(msgs, tm);
+    }
+    if (cv->forced_choice)
+        relax_choice(up);
+    return 0;
+}
+
+static cJSON *c_finish(const cJSON *req, const cJSON *last, const struct shim_call *calls,
+                       size_t n, struct shim_conv *cv, int capped)
+{
+    cJSON *out = cJSON_Duplicate(last, 1), *ch, *msg, *tcs, *tc, *next;
+    const char *fr;
+
+    (void)req;
+    (void)calls;
+    (void)n;
+    if (!out)
+        return NULL;
+    ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(out, "choices"), 0);
+    msg = cJSON_GetObjectItemCaseSensitive(ch, "message");
+    tcs = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+    for (tc = tcs ? tcs->child : NULL; tc; tc = next) {
+        next = tc->next;
+        if (is_internal(tc, cv))
+            cJSON_Delete(cJSON_DetachItemViaPointer(tcs, tc));
+    }
+    fr = shim_json_str(ch, "finish_reason");
+    if (tcs && !tcs->child) {
+        cJSON_DeleteItemFromObjectCaseSensitive(msg, "tool_calls");
+        if (fr && !strcmp(fr, "tool_calls"))
+            shim_json_set(ch, "finish_reason", cJSON_CreateString("stop"));
+    }
+    if (capped)
+        shim_json_set(ch, "finish_reason", cJSON_CreateString("length"));
+    /* fields the schema requires that some servers leave out */
+    if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "content"))
+        cJSON_AddNullToObject(msg, "content");
+    if (msg && !cJSON_GetObjectItemCaseSensitive(msg, "refusal"))
+        cJSON_AddNullToObject(msg, "refusal");
+    if (ch && !cJSON_GetObjectItemCaseSensitive(ch, "logprobs"))
+        cJSON_AddNullToObject(ch, "logprobs");
+    if (cv->usage)
+        shim_json_set(out, "usage", cJSON_Duplicate(cv->usage, 1));
+    return out;
+}
+
+const struct shim_api_ops shim_chat_ops = {
+    .name = "chat",
+    .prepare = c_prepare,
+    .scan = c_scan,
+    .advance = c_advance,
+    .finish = c_finish,
+};

@@ -1,0 +1,509 @@
+/* stream.c - see stream.h. Builds events with cJSON and frames them; the
+ * only effect is the write function the loop hands in. */
+#include "stream.h"
+
+#include "ids.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DELTA_BYTES 24 /* text deltas: small pieces, as a model streams */
+
+int shim_sse_frame(struct shim_buf *out, const char *name, const char *data)
+{
+    int rc = 0;
+
+    if (name)
+        rc |= shim_buf_addf(out, "event: %s\n", name);
+    rc |= shim_buf_adds(out, "data: ");
+    rc |= shim_buf_adds(out, data);
+    rc |= shim_buf_adds(out, "\n\n");
+    return rc ? -1 : 0;
+}
+
+void shim_stream_init(struct shim_stream *s, enum shim_api api,
+                      const struct shim_conv *cv, shim_stream_write_fn write, void *ctx)
+{
+    memset(s, 0, sizeof(*s));
+    s->api = api;
+    s->cv = cv;
+    s->write = write;
+    s->ctx = ctx;
+}
+
+void shim_stream_free(struct shim_stream *s)
+{
+    cJSON_Delete(s->chunk);
+    cJSON_Delete(s->snap);
+    s->chunk = s->snap = NULL;
+}
+
+static int send_raw(struct shim_stream *s, const char *p, size_t n)
+{
+    if (s->failed)
+        return -1;
+    if (s->write(s->ctx, p, n) != 0)
+        s->failed = 1;
+    return s->failed ? -1 : 0;
+}
+
+/* Frames and sends ev (taken). Responses events get their type as the
+ * event name and the next sequence_number. */
+static int send(struct shim_stream *s, cJSON *ev)
+{
+    struct shim_buf b;
+    char *json;
+    int rc;
+
+    if (!ev)
+        return -1;
+    if (s->api == SHIM_API_RESPONSES)
+        shim_json_set(ev, "sequence_number", cJSON_CreateNumber((double)s->seq++));
+    json = cJSON_PrintUnformatted(ev);
+    shim_buf_init(&b, (size_t)1 << 30);
+    rc = json ? shim_sse_frame(&b, s->api == SHIM_API_RESPONSES ? shim_json_str(ev, "type")
+                                                                : NULL, json)
+              : -1;
+    if (rc == 0)
+        rc = send_raw(s, b.data, b.len);
+    shim_buf_free(&b);
+    free(json);
+    cJSON_Delete(ev);
+    return rc;
+}
+
+static cJSON *event(const char *type)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "type", type);
+    return e;
+}
+
+static cJSON *item_event(const char *type, int index, const char *item_id)
+{
+    cJSON *e = event(type);
+    if (item_id)
+        cJSON_AddStringToObject(e, "item_id", item_id);
+    cJSON_AddNumberToObject(e, "output_index", index);
+    return e;
+}
+
+/* Length of the next delta: at most DELTA_BYTES, never splitting UTF-8. */
+static size_t piece(const char *p, size_t left)
+{
+    size_t n = left < DELTA_BYTES ? left : DELTA_BYTES;
+    while (n < left && ((unsigned char)p[n] & 0xC0) == 0x80)
+        n++;
+    return n;
+}
+
+/* ---------------- Responses ---------------- */
+
+static cJSON *empty_logprobs(void) { return cJSON_CreateArray(); }
+
+static int text_events(struct shim_stream *s, const char *item_id, int index, int ci,
+                       const cJSON *part)
+{
+    const char *ptype = shim_json_str(part, "type");
+    int refusal = ptype && !strcmp(ptype, "refusal");
+    const char *text = shim_json_str(part, refusal ? "refusal" : "text");
+    const cJSON *ann;
+    cJSON *e, *p0;
+    size_t left = text ? strlen(text) : 0;
+    int k = 0;
+
+    e = item_event("response.content_part.added", index, item_id);
+    cJSON_AddNumberToObject(e, "content_index", ci);
+    p0 = cJSON_AddObjectToObject(e, "part");
+    if (refusal) {
+        cJSON_AddStringToObject(p0, "type", "refusal");
+        cJSON_AddStringToObject(p0, "refusal", "");
+    } else {
+        cJSON_AddStringToObject(p0, "type", ptype ? ptype : "output_text");
+        cJSON_AddItemToObject(p0, "annotations", cJSON_CreateArray());
+        cJSON_AddItemToObject(p0, "logprobs", empty_logprobs());
+        cJSON_AddStringToObject(p0, "text", "");
+    }
+    send(s, e);
+    while (left) {
+        size_t n = piece(text, left);
+        char *d = strndup(text, n);
+        e = item_event(refusal ? "response.refusal.delta" : "response.output_text.delta",
+                       index, item_id);
+        cJSON_AddNumberToObject(e, "content_index", ci);
+        cJSON_AddStringToObject(e, "delta", d ? d : "");
+        if (!refusal)
+            cJSON_AddItemToObject(e, "logprobs", empty_logprobs());
+        free(d);
+        send(s, e);
+        text += n;
+        left -= n;
+    }
+    text = shim_json_str(part, refusal ? "refusal" : "text");
+    cJSON_ArrayForEach(ann, cJSON_GetObjectItemCaseSensitive(part, "annotations"))
+    {
+        e = item_event("response.output_text.annotation.added", index, item_id);
+        cJSON_AddNumberToObject(e, "content_index", ci);
+        cJSON_AddNumberToObject(e, "annotation_index", k++);
+        cJSON_AddItemToObject(e, "annotation", cJSON_Duplicate(ann, 1));
+        send(s, e);
+    }
+    e = item_event(refusal ? "response.refusal.done" : "response.output_text.done", index,
+                   item_id);
+    cJSON_AddNumberToObject(e, "content_index", ci);
+    cJSON_AddStringToObject(e, refusal ? "refusal" : "text", text ? text : "");
+    if (!refusal)
+        cJSON_AddItemToObject(e, "logprobs", empty_logprobs());
+    send(s, e);
+    e = item_event("response.content_part.done", index, item_id);
+    cJSON_AddNumberToObject(e, "content_index", ci);
+    cJSON_AddItemToObject(e, "part", cJSON_Duplicate(part, 1));
+    if (!refusal && !cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "part"),
+                                                      "logprobs"))
+        cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(e, "part"), "logprobs",
+                              empty_logprobs());
+    return send(s, e);
+}
+
+static int item_added(struct shim_stream *s, int index, cJSON *item)
+{
+    cJSON *e = event("response.output_item.added");
+    cJSON_AddNumberToObject(e, "output_index", index);
+    cJSON_AddItemToObject(e, "item", item);
+    return send(s, e);
+}
+
+static int item_done(struct shim_stream *s, int index, const cJSON *item)
+{
+    cJSON *e = event("response.output_item.done");
+    cJSON_AddNumberToObject(e, "output_index", index);
+    cJSON_AddItemToObject(e, "item", cJSON_Duplicate(item, 1));
+    return send(s, e);
+}
+
+/* One finished output item with the event sequence its type has. */
+static int emit_item(struct shim_stream *s, const cJSON *item)
+{
+    const char *type = shim_json_str(item, "type");
+    const char *id = shim_json_str(item, "id");
+    int index = s->next_index++;
+    cJSON *start = cJSON_Duplicate(item, 1), *e;
+
+    if (type && !strcmp(type, "message")) {
+        const cJSON *part;
+        int ci = 0;
+        shim_json_set(start, "status", cJSON_CreateString("in_progress"));
+        shim_json_set(start, "content", cJSON_CreateArray());
+        item_added(s, index, start);
+        cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(item, "content"))
+            text_events(s, id, index, ci++, part);
+    } else if (type && !strcmp(type, "function_call")) {
+        const char *args = shim_json_str(item, "arguments");
+        shim_json_set(start, "status", cJSON_CreateString("in_progress"));
+        shim_json_set(start, "arguments", cJSON_CreateString(""));
+        item_added(s, index, start);
+        e = item_event("response.function_call_arguments.delta", index, id);
+        cJSON_AddStringToObject(e, "delta", args ? args : "");
+        send(s, e);
+        e = item_event("response.function_call_arguments.done", index, id);
+        cJSON_AddStringToObject(e, "arguments", args ? args : "");
+        cJSON_AddStringToObject(e, "name", shim_json_str(item, "name") ? shim_json_str(item, "name") : "");
+        send(s, e);
+    } else if (type && !strcmp(type, "reasoning")) {
+        shim_json_set(start, "summary", cJSON_CreateArray());
+        item_added(s, index, start);
+    } else {
+        item_added(s, index, start);
+    }
+    return item_done(s, index, item);
+}
+
+static int is_internal_item(const struct shim_stream *s, const cJSON *item)
+{
+    const char *type = shim_json_str(item, "type");
+    const char *name = shim_json_str(item, "name");
+    return type && !strcmp(type, "function_call") && name &&
+           !strcmp(name, s->cv->tool_name);
+}
+
+/* Sends the current reply's items up to (not including) the item whose
+ * call_id is stop_at (NULL: to the end), skipping codeshim's own calls. */
+static void emit_until(struct shim_stream *s, const char *stop_at)
+{
+    for (; s->cursor; s->cursor = s->cursor->next) {
+        if (is_internal_item(s, s->cursor)) {
+            const char *cid = shim_json_str(s->cursor, "call_id");
+            if (stop_at && cid && !strcmp(cid, stop_at)) {
+                s->cursor = s->cursor->next;
+                return;
+            }
+            continue;
+        }
+        emit_item(s, s->cursor);
+    }
+}
+
+static cJSON *snapshot(const struct shim_stream *s, const cJSON *req, const cJSON *first)
+{
+    cJSON *r = cJSON_Duplicate(first, 1);
+    static const char *const echo[] = {"tool_choice", "metadata"};
+    size_t i;
+
+    shim_json_set(r, "id", cJSON_CreateString(s->id));
+    shim_json_set(r, "status", cJSON_CreateString("in_progress"));
+    shim_json_set(r, "output", cJSON_CreateArray());
+    shim_json_set(r, "usage", cJSON_CreateNull());
+    shim_json_set(r, "error", cJSON_CreateNull());
+    shim_json_set(r, "incomplete_details", cJSON_CreateNull());
+    if (cJSON_GetObjectItemCaseSensitive(r, "completed_at"))
+        shim_json_set(r, "completed_at", cJSON_CreateNull());
+    if (cJSON_GetObjectItemCaseSensitive(req, "tools"))
+        shim_json_set(r, "tools", shim_responses_echo_tools(req));
+    for (i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, echo[i]);
+        if (v)
+            shim_json_set(r, echo[i], cJSON_Duplicate(v, 1));
+    }
+    return r;
+}
+
+static int r_start(struct shim_stream *s, const cJSON *req, const cJSON *first)
+{
+    const char *id = shim_json_str(first, "id");
+    cJSON *e;
+
+    if (id)
+        snprintf(s->id, sizeof(s->id), "%s", id);
+    else
+        shim_id_make(s->id, sizeof(s->id), "resp_", 48);
+    s->snap = snapshot(s, req, first);
+    e = event("response.created");
+    cJSON_AddItemToObject(e, "response", cJSON_Duplicate(s->snap, 1));
+    send(s, e);
+    e = event("response.in_progress");
+    cJSON_AddItemToObject(e, "response", cJSON_Duplicate(s->snap, 1));
+    return send(s, e);
+}
+
+static int r_exec_begin(struct shim_stream *s, const struct shim_call *c)
+{
+    cJSON *item, *e;
+    int index;
+
+    emit_until(s, c->call_id);
+    index = s->next_index;
+    item = shim_responses_ci_item(c);
+    shim_json_set(item, "status", cJSON_CreateString("in_progress"));
+    shim_json_set(item, "code", cJSON_CreateString(""));
+    shim_json_set(item, "outputs", cJSON_CreateArray());
+    item_added(s, index, item);
+    send(s, item_event("response.code_interpreter_call.in_progress", index, c->ci_id));
+    e = item_event("response.code_interpreter_call_code.delta", index, c->ci_id);
+    cJSON_AddStringToObject(e, "delta", c->code ? c->code : "");
+    send(s, e);
+    e = item_event("response.code_interpreter_call_code.done", index, c->ci_id);
+    cJSON_AddStringToObject(e, "code", c->code ? c->code : "");
+    send(s, e);
+    return send(s, item_event("response.code_interpreter_call.interpreting", index, c->ci_id));
+}
+
+static int r_exec_end(struct shim_stream *s, const struct shim_call *c)
+{
+    int index = s->next_index++;
+    cJSON *item = shim_responses_ci_item(c);
+    int rc;
+
+    send(s, item_event("response.code_interpreter_call.completed", index, c->ci_id));
+    rc = item_done(s, index, item);
+    cJSON_Delete(item);
+    return rc;
+}
+
+static int r_finish(struct shim_stream *s, const cJSON *answer)
+{
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(answer, "output");
+    const char *status = shim_json_str(answer, "status");
+    const char *type = "response.completed";
+    cJSON *e, *final;
+    int i, n = cJSON_GetArraySize(out);
+
+    for (i = s->next_index; i < n; i++)
+        emit_item(s, cJSON_GetArrayItem(out, i));
+    if (status && !strcmp(status, "incomplete"))
+        type = "response.incomplete";
+    else if (status && !strcmp(status, "failed"))
+        type = "response.failed";
+    final = cJSON_Duplicate(answer, 1);
+    shim_json_set(final, "id", cJSON_CreateString(s->id));
+    e = event(type);
+    cJSON_AddItemToObject(e, "response", final);
+    return send(s, e);
+}
+
+/* ---------------- Chat ---------------- */
+
+static cJSON *chunk(struct shim_stream *s, cJSON *delta, const char *finish)
+{
+    cJSON *c = cJSON_Duplicate(s->chunk, 1), *choices = cJSON_AddArrayToObject(c, "choices");
+    cJSON *ch = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddItemToObject(ch, "delta", delta);
+    cJSON_AddNullToObject(ch, "logprobs");
+    if (finish)
+        cJSON_AddStringToObject(ch, "finish_reason", finish);
+    else
+        cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(choices, ch);
+    if (s->cv->include_usage)
+        cJSON_AddNullToObject(c, "usage");
+    return c;
+}
+
+static int c_start(struct shim_stream *s, const cJSON *first)
+{
+    const char *id = shim_json_str(first, "id");
+    const char *model = shim_json_str(first, "model");
+    const char *fp = shim_json_str(first, "system_fingerprint");
+    const cJSON *created = cJSON_GetObjectItemCaseSensitive(first, "created");
+    cJSON *d;
+
+    if (id)
+        snprintf(s->id, sizeof(s->id), "%s", id);
+    else
+        shim_id_make(s->id, sizeof(s->id), "chatcmpl-", 29);
+    s->chunk = cJSON_CreateObject();
+    cJSON_AddStringToObject(s->chunk, "id", s->id);
+    cJSON_AddStringToObject(s->chunk, "object", "chat.completion.chunk");
+    cJSON_AddNumberToObject(s->chunk, "created",
+                            cJSON_IsNumber(created) ? created->valuedouble : (double)time(NULL));
+    cJSON_AddStringToObject(s->chunk, "model", model ? model : "");
+    if (fp)
+        cJSON_AddStringToObject(s->chunk, "system_fingerprint", fp);
+    d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "role", "assistant");
+    cJSON_AddStringToObject(d, "content", "");
+    cJSON_AddNullToObject(d, "refusal");
+    return send(s, chunk(s, d, NULL));
+}
+
+static int c_finish(struct shim_stream *s, const cJSON *answer)
+{
+    const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(answer, "choices"), 0);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(ch, "message"), *tc;
+    const char *text = shim_json_str(msg, "content");
+    const char *refusal = shim_json_str(msg, "refusal");
+    const char *fr = shim_json_str(ch, "finish_reason");
+    size_t left = text ? strlen(text) : 0;
+    int i = 0;
+    cJSON *d, *u;
+
+    while (left) {
+        size_t n = piece(text, left);
+        char *p = strndup(text, n);
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "content", p ? p : "");
+        free(p);
+        send(s, chunk(s, d, NULL));
+        text += n;
+        left -= n;
+    }
+    if (refusal) {
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "refusal", refusal);
+        send(s, chunk(s, d, NULL));
+    }
+    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
+    {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        cJSON *arr, *t, *f;
+        d = cJSON_CreateObject();
+        arr = cJSON_AddArrayToObject(d, "tool_calls");
+        t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "index", i++);
+        cJSON_AddStringToObject(t, "id", shim_json_str(tc, "id") ? shim_json_str(tc, "id") : "");
+        cJSON_AddStringToObject(t, "type", "function");
+        f = cJSON_AddObjectToObject(t, "function");
+        cJSON_AddStringToObject(f, "name", shim_json_str(fn, "name") ? shim_json_str(fn, "name") : "");
+        cJSON_AddStringToObject(f, "arguments",
+                                shim_json_str(fn, "arguments") ? shim_json_str(fn, "arguments") : "");
+        cJSON_AddItemToArray(arr, t);
+        send(s, chunk(s, d, NULL));
+    }
+    send(s, chunk(s, cJSON_CreateObject(), fr ? fr : "stop"));
+    if (s->cv->include_usage) {
+        u = cJSON_Duplicate(s->chunk, 1);
+        cJSON_AddArrayToObject(u, "choices");
+        cJSON_AddItemToObject(u, "usage",
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(answer, "usage"), 1));
+        if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(u, "usage")))
+            shim_json_set(u, "usage", cJSON_CreateNull());
+        send(s, u);
+    }
+    return send_raw(s, "data: [DONE]\n\n", 14);
+}
+
+/* ---------------- dispatch ---------------- */
+
+int shim_stream_start(struct shim_stream *s, const cJSON *req, const cJSON *first)
+{
+    return s->api == SHIM_API_RESPONSES ? r_start(s, req, first) : c_start(s, first);
+}
+
+void shim_stream_turn(struct shim_stream *s, const cJSON *reply)
+{
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(reply, "output");
+    s->cursor = s->api == SHIM_API_RESPONSES && out ? out->child : NULL;
+}
+
+int shim_stream_exec_begin(struct shim_stream *s, const struct shim_call *c)
+{
+    return s->api == SHIM_API_RESPONSES ? r_exec_begin(s, c) : (s->failed ? -1 : 0);
+}
+
+int shim_stream_exec_end(struct shim_stream *s, const struct shim_call *c)
+{
+    return s->api == SHIM_API_RESPONSES ? r_exec_end(s, c) : (s->failed ? -1 : 0);
+}
+
+int shim_stream_finish(struct shim_stream *s, const cJSON *answer)
+{
+    if (s->api == SHIM_API_RESPONSES)
+        return r_finish(s, answer);
+    return c_finish(s, answer);
+}
+
+int shim_stream_fail(struct shim_stream *s, const char *code, const char *message)
+{
+    cJSON *e;
+
+    if (s->api == SHIM_API_RESPONSES) {
+        cJSON *resp, *err;
+        e = event("error");
+        cJSON_AddStringToObject(e, "code", code);
+        cJSON_AddStringToObject(e, "message", message);
+        cJSON_AddNullToObject(e, "param");
+        send(s, e);
+        e = event("response.failed");
+        resp = s->snap ? cJSON_Duplicate(s->snap, 1) : cJSON_CreateObject();
+        shim_json_set(resp, "status", cJSON_CreateString("failed"));
+        err = cJSON_CreateObject();
+        cJSON_AddStringToObject(err, "code", "server_error");
+        cJSON_AddStringToObject(err, "message", message);
+        shim_json_set(resp, "error", err);
+        cJSON_AddItemToObject(e, "response", resp);
+        return send(s, e);
+    }
+    e = cJSON_CreateObject();
+    {
+        cJSON *err = cJSON_AddObjectToObject(e, "error");
+        cJSON_AddStringToObject(err, "message", message);
+        cJSON_AddStringToObject(err, "type", "server_error");
+        cJSON_AddNullToObject(err, "param");
+        cJSON_AddStringToObject(err, "code", code);
+    }
+    return send(s, e);
+}

@@ -1,0 +1,65 @@
+/* stream.h - SSE for programs that asked for "stream": true.
+ *
+ * The loop reports its progress here and the stream turns it into the
+ * events OpenAI itself sends (wire-formats B.2 for Responses, C.3 for
+ * Chat), written as soon as they exist: a program sees each code
+ * execution start and end while the loop runs.
+ *
+ * Responses: response.created / in_progress once the first upstream reply
+ * is in; every output item with its own event sequence, in order, with
+ * contiguous output_index and a gap-free sequence_number; code executions
+ * as code_interpreter_call items (interpreting when the sandbox starts,
+ * completed when it ends); response.completed / incomplete last, with
+ * the id of response.created. Chat: chat.completion.chunk objects (role,
+ * content, finish_reason, optional usage chunk), then [DONE]; codeshim's
+ * tool calls never appear.
+ *
+ * Bytes leave through the write function; its first failure stops the
+ * stream (every later call returns that failure). */
+#ifndef SHIM_STREAM_H
+#define SHIM_STREAM_H
+
+#include "buf.h"
+#include "classify.h"
+#include "conv.h"
+
+#include <cjson/cJSON.h>
+
+typedef int (*shim_stream_write_fn)(void *ctx, const char *p, size_t n);
+
+struct shim_stream {
+    enum shim_api api;
+    const struct shim_conv *cv;
+    shim_stream_write_fn write;
+    void *ctx;
+    int failed;
+    long seq;           /* Responses sequence_number */
+    int next_index;     /* Responses output_index of the next item */
+    const cJSON *cursor; /* next output item of the current reply */
+    cJSON *chunk;       /* Chat: the chunk skeleton (id, created, model...) */
+    cJSON *snap;        /* Responses: the in-progress response snapshot */
+    char id[160];       /* the stream's response id */
+};
+
+void shim_stream_init(struct shim_stream *s, enum shim_api api,
+                      const struct shim_conv *cv, shim_stream_write_fn write,
+                      void *ctx);
+void shim_stream_free(struct shim_stream *s);
+/* The first events, built from the program's request and the first
+ * upstream reply. */
+int shim_stream_start(struct shim_stream *s, const cJSON *req, const cJSON *first);
+/* A new upstream reply whose items will be streamed. */
+void shim_stream_turn(struct shim_stream *s, const cJSON *reply);
+/* Items of the turn before call c, then c's events up to "interpreting". */
+int shim_stream_exec_begin(struct shim_stream *s, const struct shim_call *c);
+/* c's "completed" and output_item.done. */
+int shim_stream_exec_end(struct shim_stream *s, const struct shim_call *c);
+/* The rest of the answer and the closing events. */
+int shim_stream_finish(struct shim_stream *s, const cJSON *answer);
+/* Ends the stream with a failure (error + response.failed / error chunk). */
+int shim_stream_fail(struct shim_stream *s, const char *code, const char *message);
+
+/* Pure SSE framing: appends "event: <name>\n" (when name) + "data: <data>\n\n". */
+int shim_sse_frame(struct shim_buf *out, const char *name, const char *data);
+
+#endif

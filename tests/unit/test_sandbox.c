@@ -1,0 +1,818 @@
+/* test_sandbox.c - the sandbox layer (sandbox.c + the local backend) against
+ * Debian's /usr/bin/python3: notebook semantics, capture, isolation of the
+ * environment and fds, timeouts, crashes, caps, cleanup. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_tmpdir[256];
+
+static const char *no_env(const char *name, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    return NULL;
+}
+
+static void make_cfg(struct shim_config *c)
+{
+    shim_config_parse(c, no_env, NULL, NULL);
+    snprintf(c->tmpdir, sizeof(c->tmpdir), "%s", g_tmpdir);
+    c->exec_timeout_s = 20;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct shim_sandbox *open_sb(const struct shim_config *c)
+{
+    struct shim_sandbox *sb = NULL;
+
+    assert_int_equal(shim_sandbox_open(c, &sb), 0);
+    assert_non_null(sb);
+    return sb;
+}
+
+/* Runs code, asserts a result came back. */
+static void run(struct shim_sandbox *sb, const char *code,
+                struct shim_exec_result *r)
+{
+    assert_int_equal(shim_sandbox_exec(sb, code, strlen(code), r), 0);
+    assert_non_null(r->logs);
+    assert_int_equal(strlen(r->logs), r->logs_len);
+}
+
+/* Runs code expecting status st and logs exactly want. */
+static void expect(struct shim_sandbox *sb, const char *code,
+                   enum shim_exec_status st, const char *want)
+{
+    struct shim_exec_result r;
+
+    run(sb, code, &r);
+    if (r.status != st || strcmp(r.logs, want))
+        print_error("code: %s\nstatus %d, logs:\n%s\n", code, r.status,
+                    r.logs);
+    assert_int_equal(r.status, st);
+    assert_string_equal(r.logs, want);
+    shim_exec_result_free(&r);
+}
+
+static int dir_is_empty(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n == 0;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(g_tmpdir, sizeof(g_tmpdir), "/tmp/codeshim-test-XXXXXX");
+    return mkdtemp(g_tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    int empty = dir_is_empty(g_tmpdir);
+
+    (void)state;
+    if (!empty)
+        fprintf(stderr, "sandbox directories left behind in %s\n", g_tmpdir);
+    else
+        rmdir(g_tmpdir);
+    return empty ? 0 : -1;
+}
+
+static void test_print_and_value(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    expect(sb, "print('hi')\n1 + 1", SHIM_EXEC_OK, "hi\n2\n");
+    expect(sb, "x = None\nx", SHIM_EXEC_OK, "");
+    expect(sb, "'a' * 3", SHIM_EXEC_OK, "'aaa'\n");
+    expect(sb, "", SHIM_EXEC_OK, "");
+    expect(sb, "import sys\nprint(sys.stdout.fileno(), sys.stderr.fileno())\n"
+               "import subprocess\n"
+               "_ = subprocess.run(['echo', 'via fd'], stdout=sys.stdout)",
+           SHIM_EXEC_OK, "1 2\nvia fd\n");
+    expect(sb, "import sys; sys.stdout.write('no newline')", SHIM_EXEC_OK,
+           "no newline10\n");
+    shim_sandbox_close(sb);
+}
+
+static void test_order(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    expect(sb, "print(1); import sys; print(2, file=sys.stderr); print(3)",
+           SHIM_EXEC_OK, "1\n2\n3\n");
+    expect(sb,
+           "import os, sys\nprint('a', end='')\nos.system('echo b')\n"
+           "print('c', file=sys.stderr)\nos.system('echo d >&2')\nprint('e')",
+           SHIM_EXEC_OK, "ab\nc\nd\ne\n");
+    shim_sandbox_close(sb);
+}
+
+static void test_state(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *a, *b;
+    struct shim_exec_result r;
+
+    (void)state;
+    make_cfg(&c);
+    a = open_sb(&c);
+    b = open_sb(&c);
+    expect(a, "x = 41\nimport json", SHIM_EXEC_OK, "");
+    expect(a, "x + 1", SHIM_EXEC_OK, "42\n");
+    expect(a, "json.dumps([x])", SHIM_EXEC_OK, "'[41]'\n");
+    expect(a, "__name__", SHIM_EXEC_OK, "'__main__'\n");
+    expect(a, "class P: pass\nimport pickle\n"
+              "type(pickle.loads(pickle.dumps(P()))).__name__",
+           SHIM_EXEC_OK, "'P'\n");
+    run(b, "x", &r);
+    assert_int_equal(r.status, SHIM_EXEC_ERROR);
+    assert_non_null(strstr(r.logs, "NameError: name 'x' is not defined"));
+    shim_exec_result_free(&r);
+    /* the worker's own names do not leak into the user's namespace */
+    expect(b, "sorted(k for k in globals() if not k.startswith('__'))",
+           SHIM_EXEC_OK, "[]\n");
+    assert_string_not_equal(shim_sandbox_container_id(a),
+                            shim_sandbox_container_id(b));
+    shim_sandbox_close(a);
+    shim_sandbox_close(b);
+}
+
+static void test_container_id(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    const char *id;
+    size_t i;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    id = shim_sandbox_container_id(sb);
+    assert_int_equal(strlen(id), 5 + 48);
+    assert_memory_equal(id, "cntr_", 5);
+    for (i = 5; i < 53; i++)
+        assert_non_null(strchr("0123456789abcdef", id[i]));
+    shim_sandbox_close(sb);
+}
+
+static void test_exception(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    const char *want = "ZeroDivisionError: division by zero\n";
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    run(sb, "print('before')\ny = 5\ndef f():\n    return 1 / 0\nf()", &r);
+    assert_int_equal(r.status, SHIM_EXEC_ERROR);
+    assert_true(!strncmp(r.logs, "before\nTraceback (most recent call last):",
+                         strlen("before\nTraceback (most recent call last):")));
+    assert_true(r.logs_len > strlen(want));
+    assert_string_equal(r.logs + r.logs_len - strlen(want), want);
+    assert_non_null(strstr(r.logs, "return 1 / 0")); /* source lines shown */
+    assert_null(strstr(r.logs, "<string>"));          /* no worker frames */
+    assert_null(strstr(r.logs, "run_code"));
+    shim_exec_result_free(&r);
+    expect(sb, "y", SHIM_EXEC_OK, "5\n"); /* state survives the exception */
+
+    run(sb, "def g(:\n    pass", &r);
+    assert_int_equal(r.status, SHIM_EXEC_ERROR);
+    assert_non_null(strstr(r.logs, "SyntaxError"));
+    assert_null(strstr(r.logs, "Traceback"));
+    shim_exec_result_free(&r);
+
+    /* sys.exit() reports and keeps the interpreter */
+    run(sb, "import sys\nsys.exit(4)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_ERROR);
+    assert_non_null(strstr(r.logs, "SystemExit: 4"));
+    shim_exec_result_free(&r);
+    run(sb, "raise SystemExit", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_non_null(strstr(r.logs, "SystemExit"));
+    shim_exec_result_free(&r);
+    expect(sb, "y", SHIM_EXEC_OK, "5\n");
+
+    /* an exception in repr() of the value is the user's */
+    run(sb, "class R:\n    def __repr__(self): raise ValueError('bad')\nR()",
+        &r);
+    assert_int_equal(r.status, SHIM_EXEC_ERROR);
+    assert_non_null(strstr(r.logs, "__repr__"));
+    assert_non_null(strstr(r.logs, "ValueError: bad"));
+    shim_exec_result_free(&r);
+
+    /* a fork() in user code does not answer twice */
+    expect(sb, "import os\npid = os.fork()\nif pid == 0: print('child')\n"
+               "else: os.waitpid(pid, 0); print('parent')",
+           SHIM_EXEC_OK, "child\nparent\n");
+    expect(sb, "y", SHIM_EXEC_OK, "5\n");
+    expect(sb, "import asyncio\nawait asyncio.sleep(0)\n6 * 7", SHIM_EXEC_OK,
+           "42\n");
+    shim_sandbox_close(sb);
+}
+
+static void test_subprocess_output(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    expect(sb, "import os; os.system('echo hi')", SHIM_EXEC_OK, "hi\n0\n");
+    expect(sb, "import subprocess\n_ = subprocess.run(['sh', '-c', "
+               "'echo out; echo err >&2'])",
+           SHIM_EXEC_OK, "out\nerr\n");
+    expect(sb, "input()", SHIM_EXEC_ERROR,
+           "Traceback (most recent call last):\n"
+           "  File \"<cell-3>\", line 1, in <module>\n"
+           "    input()\n"
+           "EOFError: EOF when reading a line\n");
+    shim_sandbox_close(sb);
+}
+
+static void test_clean_env(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+
+    (void)state;
+    setenv("OPENAI_API_KEY", "sk-test-should-not-leak", 1);
+    setenv("CODESHIM_SECRET", "nope", 1);
+    setenv("PYTHONSTARTUP", "/nonexistent/startup.py", 1);
+    setenv("LD_PRELOAD", "/nonexistent/libnothing.so", 1);
+    make_cfg(&c);
+    sb = open_sb(&c);
+    unsetenv("LD_PRELOAD");
+    run(sb, "import os; print(sorted(os.environ))", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_null(strstr(r.logs, "OPENAI_API_KEY"));
+    assert_null(strstr(r.logs, "LD_PRELOAD"));
+    assert_null(strstr(r.logs, "CODESHIM"));
+    assert_string_equal(r.logs, "['HOME', 'LANG', 'MPLBACKEND', 'PATH', "
+                                "'PYTHONDONTWRITEBYTECODE', 'TMPDIR']\n");
+    shim_exec_result_free(&r);
+    expect(sb, "import subprocess\n"
+               "print(subprocess.run(['env'], capture_output=True, "
+               "text=True).stdout.count('OPENAI'))",
+           SHIM_EXEC_OK, "0\n");
+    expect(sb, "import os\nos.environ['TMPDIR'].startswith("
+               "os.path.dirname(os.getcwd()))",
+           SHIM_EXEC_OK, "True\n");
+    unsetenv("OPENAI_API_KEY");
+    unsetenv("CODESHIM_SECRET");
+    unsetenv("PYTHONSTARTUP");
+    shim_sandbox_close(sb);
+}
+
+static void test_fds(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    char code[512];
+    int fd, hi;
+
+    (void)state;
+    fd = open("/etc/hostname", O_RDONLY); /* deliberately no O_CLOEXEC */
+    assert_true(fd >= 0);
+    hi = fcntl(fd, F_DUPFD, 50);
+    assert_true(hi >= 50);
+    make_cfg(&c);
+    sb = open_sb(&c);
+    snprintf(code, sizeof(code),
+             "import os\nfor fd in (%d, %d):\n"
+             "    try:\n        os.fstat(fd); print(fd, 'open')\n"
+             "    except OSError:\n        print(fd, 'closed')",
+             fd, hi);
+    run(sb, code, &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    /* the worker's own fds may take the low number; never the host's file */
+    assert_null(strstr(r.logs, "50 open"));
+    shim_exec_result_free(&r);
+    run(sb, "import os\nfor fd in sorted(int(f) for f in "
+            "os.listdir('/proc/self/fd'))[:-1]:\n"
+            "    print(fd, os.readlink('/proc/self/fd/%d' % fd))",
+        &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_null(strstr(r.logs, "/etc/hostname"));
+    assert_non_null(strstr(r.logs, "0 /dev/null"));
+    assert_non_null(strstr(r.logs, "socket:"));
+    shim_exec_result_free(&r);
+    /* stdin is /dev/null; fds 1 and 2 are the capture file */
+    expect(sb, "import sys; sys.stdin.read()", SHIM_EXEC_OK, "''\n");
+    shim_sandbox_close(sb);
+    close(fd);
+    close(hi);
+}
+
+static void test_timeout(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    double t0, dt;
+
+    (void)state;
+    make_cfg(&c);
+    c.exec_timeout_s = 1;
+    sb = open_sb(&c);
+    expect(sb, "x = 1", SHIM_EXEC_OK, "");
+    t0 = now_s();
+    run(sb, "print('started', flush=True)\nwhile True: pass", &r);
+    dt = now_s() - t0;
+    assert_int_equal(r.status, SHIM_EXEC_TIMEOUT);
+    assert_true(dt >= 0.9 && dt < 3.0);
+    assert_true(r.seconds >= 0.9 && r.seconds < 3.0);
+    assert_true(!strncmp(r.logs, "started\n", 8)); /* partial output kept */
+    assert_non_null(strstr(r.logs, "timed out after 1 s"));
+    assert_non_null(strstr(r.logs, "state (variables, imports) was lost"));
+    shim_exec_result_free(&r);
+
+    run(sb, "print('x' in globals())", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_true(!strncmp(r.logs, "[Note: the Python interpreter was restarted",
+                         strlen("[Note: the Python interpreter was restarted")));
+    assert_string_equal(strchr(r.logs, '\n') + 1, "False\n");
+    shim_exec_result_free(&r);
+    expect(sb, "print(7)", SHIM_EXEC_OK, "7\n"); /* the note comes once */
+
+    /* a sleeping child holding the output open does not stop the kill */
+    t0 = now_s();
+    run(sb, "import subprocess\nsubprocess.run(['sleep', '30'])", &r);
+    assert_int_equal(r.status, SHIM_EXEC_TIMEOUT);
+    assert_true(now_s() - t0 < 3.0);
+    shim_exec_result_free(&r);
+    shim_sandbox_close(sb);
+}
+
+static void test_worker_death(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    expect(sb, "z = 2", SHIM_EXEC_OK, "");
+    run(sb, "print('bye', flush=True)\nimport os; os._exit(3)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    assert_non_null(strstr(r.logs, "bye\n"));
+    assert_non_null(strstr(r.logs, "exited with status 3"));
+    assert_non_null(strstr(r.logs, "was lost"));
+    shim_exec_result_free(&r);
+    run(sb, "print(8)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_non_null(strstr(r.logs, "restarted"));
+    assert_string_equal(strchr(r.logs, '\n') + 1, "8\n");
+    shim_exec_result_free(&r);
+
+    run(sb, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    assert_non_null(strstr(r.logs, "killed by signal 11"));
+    shim_exec_result_free(&r);
+    expect(sb, "'z' in globals()", SHIM_EXEC_OK,
+           "[Note: the Python interpreter was restarted before this "
+           "execution; its earlier state (variables, imports) was lost. Files "
+           "in the working directory were kept.]\nFalse\n");
+
+    /* user code that breaks the sandbox's plumbing only costs a restart */
+    run(sb, "import os\nos.closerange(3, 1024)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    shim_exec_result_free(&r);
+    run(sb, "import os, shutil\nshutil.rmtree(os.path.dirname(os.getcwd()))\n"
+            "os._exit(1)",
+        &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    shim_exec_result_free(&r);
+    run(sb, "print(10)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_non_null(strstr(r.logs, "\n10\n"));
+    shim_exec_result_free(&r);
+
+    /* killed between executions: the next one restarts transparently */
+    expect(sb, "import os, signal, threading\n"
+               "threading.Timer(0.05, os.kill, (os.getpid(), 9)).start()",
+           SHIM_EXEC_OK, "");
+    usleep(300 * 1000);
+    run(sb, "print(9)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_non_null(strstr(r.logs, "restarted"));
+    assert_non_null(strstr(r.logs, "\n9\n"));
+    shim_exec_result_free(&r);
+    shim_sandbox_close(sb);
+}
+
+static void test_forged_frames(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    const char *find_sock =
+        "import os\n"
+        "def sock():\n"
+        "    for f in os.listdir('/proc/self/fd'):\n"
+        "        try:\n"
+        "            if os.readlink('/proc/self/fd/' + f)[:7] == 'socket:':\n"
+        "                return int(f)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "s = sock()\n";
+    char code[1024];
+
+    (void)state;
+    make_cfg(&c);
+    c.exec_timeout_s = 5;
+    sb = open_sb(&c);
+    /* a length far over the cap */
+    snprintf(code, sizeof(code), "%sos.write(s, b'\\xff\\xff\\xff\\xff')",
+             find_sock);
+    run(sb, code, &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    assert_non_null(strstr(r.logs, "invalid reply"));
+    assert_true(r.seconds < 2.0);
+    shim_exec_result_free(&r);
+    expect(sb, "1", SHIM_EXEC_OK,
+           "[Note: the Python interpreter was restarted before this "
+           "execution; its earlier state (variables, imports) was lost. Files "
+           "in the working directory were kept.]\n1\n");
+    /* a well-formed frame that answers no request */
+    snprintf(code, sizeof(code),
+             "%sj = b'{\"seq\": 99, \"status\": \"ok\", \"images\": [], "
+             "\"files\": []}'\nos.write(s, len(j).to_bytes(4, 'big') + j)",
+             find_sock);
+    run(sb, code, &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    shim_exec_result_free(&r);
+    /* a short frame, then silence: the deadline ends the wait */
+    snprintf(code, sizeof(code),
+             "%sos.write(s, b'\\x00\\x00\\x01\\x00{')\nimport time\n"
+             "time.sleep(60)",
+             find_sock);
+    c.exec_timeout_s = 1;
+    shim_sandbox_close(sb);
+    sb = open_sb(&c);
+    run(sb, code, &r);
+    assert_int_equal(r.status, SHIM_EXEC_TIMEOUT);
+    shim_exec_result_free(&r);
+    expect(sb, "2", SHIM_EXEC_OK,
+           "[Note: the Python interpreter was restarted before this "
+           "execution; its earlier state (variables, imports) was lost. Files "
+           "in the working directory were kept.]\n2\n");
+    shim_sandbox_close(sb);
+}
+
+/* Parses "[... N bytes of output truncated ...]" out of s. */
+static size_t truncated_count(const char *s)
+{
+    const char *p = strstr(s, "\n[... ");
+    size_t n = 0;
+
+    assert_non_null(p);
+    assert_int_equal(sscanf(p, "\n[... %zu bytes of output truncated", &n), 1);
+    return n;
+}
+
+static size_t count_char(const char *s, char ch)
+{
+    size_t n = 0;
+
+    for (; *s; s++)
+        n += *s == ch;
+    return n;
+}
+
+static int valid_utf8(const unsigned char *s)
+{
+    while (*s) {
+        int k = *s < 0x80 ? 0 : (*s & 0xe0) == 0xc0 ? 1
+                               : (*s & 0xf0) == 0xe0 ? 2
+                               : (*s & 0xf8) == 0xf0 ? 3 : -1;
+        if (k < 0)
+            return 0;
+        s++;
+        while (k-- > 0)
+            if ((*s++ & 0xc0) != 0x80)
+                return 0;
+    }
+    return 1;
+}
+
+static void test_output_cap(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+
+    (void)state;
+    make_cfg(&c);
+    c.output_cap = 1000;
+    sb = open_sb(&c);
+    run(sb, "print('x' * 100000)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_true(r.logs_len <= 1000);
+    assert_true(r.logs_len > 800);
+    assert_int_equal(r.logs[0], 'x');
+    assert_int_equal(r.logs[r.logs_len - 1], '\n');
+    /* the note counts exactly what is missing */
+    assert_int_equal(truncated_count(r.logs) + count_char(r.logs, 'x'),
+                     100000);
+    shim_exec_result_free(&r);
+
+    /* far beyond what the backend reads: its own cut is merged */
+    run(sb, "import sys\nsys.stdout.write('y' * 5000000)\nprint('END')", &r);
+    assert_true(r.logs_len <= 1000);
+    assert_true(strstr(r.logs, "END\n") != NULL);
+    /* the 'y' of the note's "bytes" is not output */
+    assert_int_equal(truncated_count(r.logs) + count_char(r.logs, 'y') - 1,
+                     5000000);
+    shim_exec_result_free(&r);
+
+    /* multi-byte characters are never cut in half */
+    run(sb, "print('\xc3\xa9' * 50001)", &r);
+    assert_true(r.logs_len <= 1000);
+    assert_true(valid_utf8((const unsigned char *)r.logs));
+    assert_null(strchr(r.logs, '?'));
+    shim_exec_result_free(&r);
+
+    /* raw bytes that are not UTF-8, and NULs, are made text */
+    expect(sb, "import os; os.write(1, b'a\\xff\\x00b\\n')", SHIM_EXEC_OK,
+           "a??b\n5\n");
+    shim_sandbox_close(sb);
+}
+
+static void test_children_killed_on_close(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    pid_t pid, w = 0;
+    int st = 0, i;
+
+    (void)state;
+    /* Orphans come to us, not to an init that may never reap them, so
+     * the child's death can be observed exactly. */
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    make_cfg(&c);
+    sb = open_sb(&c);
+    run(sb, "import subprocess\np = subprocess.Popen(['sleep', '100'])\n"
+            "print(p.pid)",
+        &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    pid = (pid_t)atoi(r.logs);
+    shim_exec_result_free(&r);
+    assert_true(pid > 0);
+    assert_int_equal(kill(pid, 0), 0);
+    shim_sandbox_close(sb);
+    for (i = 0; i < 300 && w != pid; i++) {
+        w = waitpid(pid, &st, WNOHANG);
+        if (w != pid)
+            usleep(10 * 1000);
+    }
+    assert_int_equal(w, pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_int_equal(kill(pid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+
+    /* the same after a timeout, with the sandbox still open */
+    c.exec_timeout_s = 1;
+    sb = open_sb(&c);
+    run(sb, "import subprocess\np = subprocess.Popen(['sleep', '100'])\n"
+            "print(p.pid, flush=True)\nwhile True: pass",
+        &r);
+    assert_int_equal(r.status, SHIM_EXEC_TIMEOUT);
+    pid = (pid_t)atoi(r.logs);
+    shim_exec_result_free(&r);
+    assert_true(pid > 0);
+    for (w = 0, i = 0; i < 300 && w != pid; i++) {
+        w = waitpid(pid, &st, WNOHANG);
+        if (w != pid)
+            usleep(10 * 1000);
+    }
+    assert_int_equal(w, pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    shim_sandbox_close(sb);
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+}
+
+static void test_workdir(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    char cwd[1024], outside[512], keep[600], code[1024], *nl;
+    struct stat st;
+    FILE *f;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    snprintf(outside, sizeof(outside), "%s/outside-XXXXXX", g_tmpdir);
+    assert_non_null(mkdtemp(outside));
+    snprintf(keep, sizeof(keep), "%s/keep.txt", outside);
+    f = fopen(keep, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(code, sizeof(code),
+             "import os\nopen('out.txt', 'w').write('x')\n"
+             "os.makedirs('sub/deeper', exist_ok=True)\n"
+             "open('sub/deeper/b.csv', 'w').write('y')\n"
+             "os.symlink('%s', 'link')\n"
+             "os.makedirs('locked/inner')\nos.chmod('locked', 0)\n"
+             "print(os.getcwd())",
+             outside);
+    run(sb, code, &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    nl = strchr(r.logs, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    snprintf(cwd, sizeof(cwd), "%s", r.logs);
+    assert_int_equal(r.nfiles, 2);
+    assert_string_equal(r.files[0], "out.txt");
+    assert_string_equal(r.files[1], "sub/deeper/b.csv");
+    shim_exec_result_free(&r);
+
+    /* cwd is <tmpdir>/codeshim-XXXXXX/data, private to us */
+    assert_true(!strncmp(cwd, g_tmpdir, strlen(g_tmpdir)));
+    assert_non_null(strstr(cwd, "/codeshim-"));
+    assert_int_equal(stat(cwd, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    *strrchr(cwd, '/') = '\0'; /* the sandbox root */
+    assert_int_equal(stat(cwd, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+
+    shim_sandbox_close(sb);
+    assert_int_equal(stat(cwd, &st), -1);
+    assert_int_equal(errno, ENOENT);
+    /* the symlink was removed, not followed */
+    assert_int_equal(stat(keep, &st), 0);
+    unlink(keep);
+    rmdir(outside);
+}
+
+static void test_matplotlib(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    run(sb, "import matplotlib", &r);
+    if (r.status != SHIM_EXEC_OK) {
+        shim_exec_result_free(&r);
+        shim_sandbox_close(sb);
+        skip(); /* python3-matplotlib is not installed */
+    }
+    shim_exec_result_free(&r);
+    run(sb, "import matplotlib.pyplot as plt\n"
+            "plt.plot([1, 2, 3])\nplt.figure()\nplt.bar([1], [2])\n"
+            "plt.show()\nprint('done')",
+        &r);
+    if (r.status != SHIM_EXEC_OK)
+        print_error("%s\n", r.logs);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_int_equal(r.nimages, 2);
+    assert_string_equal(r.images[0].mime, "image/png");
+    assert_true(!strncmp(r.images[0].base64, "iVBORw0KGgo", 11)); /* PNG */
+    assert_true(!strncmp(r.images[1].base64, "iVBORw0KGgo", 11));
+    assert_string_equal(r.logs, "done\n[image produced: figure 1 (PNG)]\n"
+                                "[image produced: figure 2 (PNG)]\n");
+    shim_exec_result_free(&r);
+    /* figures were closed: the next execution returns none */
+    run(sb, "len(plt.get_fignums())", &r);
+    assert_int_equal(r.nimages, 0);
+    assert_string_equal(r.logs, "0\n");
+    shim_exec_result_free(&r);
+    shim_sandbox_close(sb);
+}
+
+static void test_bad_args(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb = (struct shim_sandbox *)&c;
+    struct shim_exec_result r;
+
+    (void)state;
+    make_cfg(&c);
+    assert_int_equal(shim_sandbox_exec(NULL, "1", 1, &r), -EINVAL);
+    snprintf(c.sandbox, sizeof(c.sandbox), "nope");
+    assert_int_equal(shim_sandbox_open(&c, &sb), -EINVAL);
+    assert_null(sb);
+    shim_sandbox_close(NULL);
+    shim_exec_result_free(NULL);
+
+    /* a missing interpreter: open works, exec says why */
+    make_cfg(&c);
+    snprintf(c.python, sizeof(c.python), "/nonexistent/python3");
+    sb = open_sb(&c);
+    run(sb, "1", &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    assert_non_null(strstr(r.logs, "/nonexistent/python3"));
+    shim_exec_result_free(&r);
+    shim_sandbox_close(sb);
+}
+
+static void test_timing(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    double t0, cold, warm = 1e9;
+    int i;
+
+    (void)state;
+    make_cfg(&c);
+    t0 = now_s();
+    sb = open_sb(&c);
+    run(sb, "print(1)", &r);
+    cold = now_s() - t0;
+    shim_exec_result_free(&r);
+    for (i = 0; i < 20; i++) {
+        t0 = now_s();
+        run(sb, "print(1)", &r);
+        if (now_s() - t0 < warm)
+            warm = now_s() - t0;
+        shim_exec_result_free(&r);
+    }
+    t0 = now_s();
+    shim_sandbox_close(sb);
+    print_message("cold open+first exec %.1f ms, warm exec %.2f ms, "
+                  "close %.1f ms\n",
+                  cold * 1e3, warm * 1e3, (now_s() - t0) * 1e3);
+    assert_true(warm < 1.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_print_and_value),
+        cmocka_unit_test(test_order),
+        cmocka_unit_test(test_state),
+        cmocka_unit_test(test_container_id),
+        cmocka_unit_test(test_exception),
+        cmocka_unit_test(test_subprocess_output),
+        cmocka_unit_test(test_clean_env),
+        cmocka_unit_test(test_fds),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_worker_death),
+        cmocka_unit_test(test_forged_frames),
+        cmocka_unit_test(test_output_cap),
+        cmocka_unit_test(test_children_killed_on_close),
+        cmocka_unit_test(test_workdir),
+        cmocka_unit_test(test_matplotlib),
+        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_timing),
+    };
+
+    signal(SIGPIPE, SIG_DFL); /* a SIGPIPE from the library would kill us */
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -110,6 +110,10 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
             sizeof(c->python));
     get_str(&p, "CODESHIM_SANDBOX", "local", c->sandbox, sizeof(c->sandbox));
     get_str(&p, "TMPDIR", "/tmp", c->tmpdir, sizeof(c->tmpdir));
+    c->offline = get_bool(&p, "CODESHIM_OFFLINE");
+    get_str(&p, "CODESHIM_RECORD", "", c->record_dir, sizeof(c->record_dir));
+    get_str(&p, "CODESHIM_REPLAY", "", c->replay_dir, sizeof(c->replay_dir));
+    get_str(&p, "CODESHIM_TRACE", "", c->trace_file, sizeof(c->trace_file));
 }
 
 /* ---- process-wide instance ---- */

@@ -23,6 +23,10 @@ struct shim_config {
     char python[SHIM_PATH_MAX];    /* CODESHIM_PYTHON */
     char sandbox[32];              /* CODESHIM_SANDBOX: backend name */
     char tmpdir[SHIM_PATH_MAX];    /* TMPDIR or /tmp: sandbox work dirs */
+    int offline;                   /* CODESHIM_OFFLINE: built-in model */
+    char record_dir[SHIM_PATH_MAX]; /* CODESHIM_RECORD */
+    char replay_dir[SHIM_PATH_MAX]; /* CODESHIM_REPLAY */
+    char trace_file[SHIM_PATH_MAX]; /* CODESHIM_TRACE */
 };
 
 /* The process-wide configuration; loaded on first use (thread-safe). */

@@ -101,6 +101,7 @@ CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message)
 {
     if (s->rc == CURLE_OK) {
         s->rc = rc;
+        snprintf(s->message, sizeof(s->message), "%s", message);
         set_error(s, message);
         LOG_INFO("transfer failed: %s", message);
     }

@@ -22,6 +22,7 @@ struct shim_sink {
     const struct shim_handle_view *v;
     struct shim_answer_info info;
     CURLcode rc; /* first failure; later calls do nothing */
+    char message[CURL_ERROR_SIZE]; /* its text */
     double t0;
 };
 

@@ -11,6 +11,32 @@
 #include "json.h"
 #include "loop.h"
 
+/* In offline and replay modes nothing may reach the network: a request to
+ * a model endpoint that codeshim does not take over gets a clear error. */
+static CURLcode refuse(CURL *h, const struct shim_handle_view *v, double t0)
+{
+    static const char body[] =
+        "{\"error\":{\"message\":\"codeshim is in offline or replay mode "
+        "(CODESHIM_OFFLINE / CODESHIM_REPLAY) and answers only requests that carry "
+        "the code_interpreter tool; this request was not sent.\",\"type\":"
+        "\"invalid_request_error\",\"param\":null,\"code\":\"codeshim_offline\"}}";
+    struct shim_sink sink;
+    struct shim_buf head;
+    CURLcode rc;
+
+    shim_buf_init(&head, 4096);
+    shim_deliver_head(&head, 400, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
+                      (long long)(sizeof(body) - 1));
+    shim_sink_init(&sink, h, v, t0);
+    if (shim_sink_begin(&sink, 400, CURL_HTTP_VERSION_1_1, head.data ? head.data : "",
+                        head.len, "application/json", (long long)(sizeof(body) - 1)) ==
+        CURLE_OK)
+        shim_sink_body(&sink, body, sizeof(body) - 1);
+    rc = shim_sink_end(&sink);
+    shim_buf_free(&head);
+    return rc;
+}
+
 static CURLcode real_perform(const struct shim_curl_api *api, CURL *h)
 {
     CURLcode rc;
@@ -38,8 +64,11 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
     req = kind != SHIM_API_NONE ? shim_json_parse(v.body, v.body_len) : NULL;
     if (!req || !shim_classify_body(req)) {
         cJSON_Delete(req);
+        rc = (cfg->offline || cfg->replay_dir[0]) && shim_classify_url(v.url) != SHIM_API_NONE
+                 ? refuse(h, &v, t0)
+                 : real_perform(api, h);
         shim_handle_view_free(&v);
-        return real_perform(api, h);
+        return rc;
     }
     rc = shim_loop_run(api, h, &v, kind, req, t0);
     cJSON_Delete(req);

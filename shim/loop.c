@@ -9,6 +9,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "stream.h"
+#include "trace.h"
 #include "upstream.h"
 
 #include <stdio.h>
@@ -26,6 +27,8 @@ struct run {
     struct shim_stream st;
     int streaming; /* SSE headers and first events sent */
     int executed;
+    int turns;
+    char id[32]; /* request id in traces */
 };
 
 /* a + b + c in a new string (NULL when out of memory). */
@@ -81,6 +84,47 @@ static void run_call(struct run *r, struct shim_call *c)
     }
     if (r->streaming)
         shim_stream_exec_end(&r->st, c);
+    if (shim_trace_enabled()) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "call", c->ci_id);
+        cJSON_AddStringToObject(f, "container_id", c->container_id);
+        cJSON_AddStringToObject(f, "status", c->status);
+        cJSON_AddNumberToObject(f, "seconds", c->res.seconds);
+        cJSON_AddStringToObject(f, "code", c->code ? c->code : "");
+        cJSON_AddStringToObject(f, "output", c->output ? c->output : "");
+        shim_trace_emit(r->id, "exec", f);
+    }
+}
+
+/* Token counts of a reply, whichever API's names it uses. */
+static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CURLcode rc,
+                           const char *errbuf)
+{
+    cJSON *f, *body, *u;
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "turn", r->turns);
+    cJSON_AddNumberToObject(f, "seconds", rep->seconds);
+    if (rc != CURLE_OK) {
+        cJSON_AddStringToObject(f, "error", errbuf);
+        cJSON_AddNumberToObject(f, "curl_code", rc);
+    } else {
+        cJSON_AddNumberToObject(f, "status", rep->status);
+        cJSON_AddNumberToObject(f, "bytes", (double)rep->body.len);
+        body = shim_json_parse(rep->body.data, rep->body.len);
+        u = cJSON_GetObjectItemCaseSensitive(body, "usage");
+        if (cJSON_IsObject(u)) {
+            int chat = r->kind == SHIM_API_CHAT;
+            cJSON_AddNumberToObject(f, "input_tokens",
+                                    (double)shim_json_int(u, chat ? "prompt_tokens" : "input_tokens"));
+            cJSON_AddNumberToObject(f, "output_tokens",
+                                    (double)shim_json_int(u, chat ? "completion_tokens" : "output_tokens"));
+        }
+        cJSON_Delete(body);
+    }
+    shim_trace_emit(r->id, "upstream", f);
 }
 
 static CURLcode oom(struct run *r)
@@ -187,8 +231,10 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
         return 0;
     }
     shim_http_reply_free(rep);
+    r->turns++;
     *rc = shim_upstream_post(u, body, strlen(body), rep, errbuf);
     free(body);
+    trace_upstream(r, rep, *rc, errbuf);
     if (*rc != CURLE_OK) {
         *rc = r->streaming ? fail_stream(r, "upstream_unreachable", errbuf)
                            : shim_sink_fail(&r->sink, *rc, errbuf);
@@ -251,6 +297,41 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     return 0;
 }
 
+static void trace_request(struct run *r, const struct shim_handle_view *v)
+{
+    cJSON *f;
+    const char *model = shim_json_str(r->req, "model");
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "api", r->ops->name);
+    cJSON_AddStringToObject(f, "url", v->url ? v->url : "");
+    cJSON_AddStringToObject(f, "model", model ? model : "");
+    cJSON_AddBoolToObject(f, "stream", r->cv.stream);
+    shim_trace_emit(r->id, "request", f);
+}
+
+static void trace_answer(struct run *r, CURLcode rc, double t0)
+{
+    cJSON *f;
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "status", r->sink.info.response_code);
+    cJSON_AddNumberToObject(f, "executions", r->executed);
+    cJSON_AddNumberToObject(f, "upstream_calls", r->turns);
+    cJSON_AddNumberToObject(f, "seconds", shim_now() - t0);
+    cJSON_AddNumberToObject(f, "curl_code", rc);
+    shim_trace_emit(r->id, "answer", f);
+    if (rc != CURLE_OK) {
+        f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "message", r->sink.message);
+        shim_trace_emit(r->id, "error", f);
+    }
+}
+
 CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
                        const struct shim_handle_view *v, enum shim_api kind,
                        const cJSON *req, double t0)
@@ -260,10 +341,10 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     struct shim_http_reply rep;
     cJSON *up;
     CURLcode rc = CURLE_OK;
-    int turns = 0;
 
     memset(&r, 0, sizeof(r));
     memset(&rep, 0, sizeof(rep));
+    shim_id_make(r.id, sizeof(r.id), "req_", 16);
     r.cfg = shim_config();
     r.kind = kind;
     r.req = req;
@@ -271,17 +352,19 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     r.cv.max_exec = exec_cap(r.cfg, req);
     shim_sink_init(&r.sink, h, v, t0);
     up = r.ops->prepare(req, &r.cv);
-    if (!up || shim_upstream_open(api, h, v, r.cfg->max_response, &u) < 0) {
+    if (!up || shim_upstream_open(api, h, v, kind, &u) < 0) {
         rc = oom(&r);
         goto out;
     }
     LOG_INFO("intercepted %s request to %s (tool \"%s\"%s)", r.ops->name, v->url,
              r.cv.tool_name, r.cv.stream ? ", streaming" : "");
-    while (turns++, step(&r, u, up, &rep, &rc))
+    trace_request(&r, v);
+    while (step(&r, u, up, &rep, &rc))
         ;
 out:
     LOG_INFO("%s request done: %d upstream calls, %d executions, result %d", r.ops->name,
-             turns, r.executed, (int)rc);
+             r.turns, r.executed, (int)rc);
+    trace_answer(&r, rc, t0);
     if (r.streaming)
         shim_stream_free(&r.st);
     shim_http_reply_free(&rep);

@@ -1,8 +1,12 @@
 /* upstream.c - see upstream.h. */
 #include "upstream.h"
 
+#include "cassette.h"
+#include "config.h"
 #include "guard.h"
+#include "json.h"
 #include "log.h"
+#include "offline.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +17,13 @@
 
 #define HEAD_CAP (256 * 1024)
 
+enum transport { NETWORK, OFFLINE, REPLAY };
+
 struct shim_upstream {
+    enum transport t;
+    enum shim_api kind;
+    const struct shim_config *cfg;
+    char *url;
     const struct shim_curl_api *api;
     CURL *h;
     struct curl_slist *headers;
@@ -91,7 +101,7 @@ nomem:
 }
 
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
-                       const struct shim_handle_view *v, size_t max_response,
+                       const struct shim_handle_view *v, enum shim_api kind,
                        struct shim_upstream **out)
 {
     struct shim_upstream *u = calloc(1, sizeof(*u));
@@ -99,8 +109,20 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
 
     if (!u)
         return -ENOMEM;
+    u->cfg = shim_config();
     u->api = api;
-    u->max_response = max_response;
+    u->kind = kind;
+    u->max_response = u->cfg->max_response;
+    u->url = strdup(v->url ? v->url : "");
+    u->t = u->cfg->offline ? OFFLINE : u->cfg->replay_dir[0] ? REPLAY : NETWORK;
+    if (!u->url) {
+        free(u);
+        return -ENOMEM;
+    }
+    if (u->t != NETWORK) { /* no handle: nothing goes on the network */
+        *out = u;
+        return 0;
+    }
     shim_guard_enter();
     u->h = api->easy_duphandle(h);
     shim_guard_leave();
@@ -137,6 +159,56 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A reply codeshim makes itself: offline answers, replay misses. */
+static void local_reply(struct shim_http_reply *r, long status, const char *body)
+{
+    r->status = status;
+    r->http_version = CURL_HTTP_VERSION_1_1;
+    snprintf(r->content_type, sizeof(r->content_type), "application/json");
+    shim_buf_addf(&r->head, "HTTP/1.1 %ld %s\r\nContent-Type: application/json\r\n\r\n",
+                  status, status == 200 ? "OK" : "Error");
+    shim_buf_adds(&r->body, body);
+}
+
+static void offline_post(struct shim_upstream *u, const char *body, size_t len,
+                         struct shim_http_reply *r)
+{
+    cJSON *req = shim_json_parse(body, len);
+    cJSON *rep = req ? shim_offline_reply(u->kind, req) : NULL;
+    char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
+
+    if (text)
+        local_reply(r, 200, text);
+    else
+        local_reply(r, 500, "{\"error\":{\"message\":\"codeshim offline model failed\","
+                            "\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+    free(text);
+    cJSON_Delete(rep);
+    cJSON_Delete(req);
+}
+
+static void replay_post(struct shim_upstream *u, const char *body, size_t len,
+                        struct shim_http_reply *r)
+{
+    char key[65], msg[512];
+    int occ, rc;
+
+    shim_cassette_key(u->url, body, len, key, &occ);
+    rc = shim_cassette_load(u->cfg->replay_dir, key, occ, r, u->max_response);
+    if (rc == 0)
+        return;
+    memset(r, 0, sizeof(*r));
+    shim_buf_init(&r->head, HEAD_CAP);
+    shim_buf_init(&r->body, u->max_response);
+    LOG_ERR("replay: no recorded exchange %s (occurrence %d) in %s", key, occ,
+            u->cfg->replay_dir);
+    snprintf(msg, sizeof(msg),
+             "{\"error\":{\"message\":\"codeshim replay: no recorded exchange matches "
+             "this request (key %s, occurrence %d)\",\"type\":\"codeshim_replay_miss\","
+             "\"param\":null,\"code\":\"replay_miss\"}}", key, occ);
+    local_reply(r, 500, msg);
+}
+
 CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t len,
                             struct shim_http_reply *r, char *errbuf)
 {
@@ -147,6 +219,14 @@ CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t le
     shim_buf_init(&r->head, HEAD_CAP);
     shim_buf_init(&r->body, u->max_response);
     errbuf[0] = '\0';
+    if (u->t != NETWORK) {
+        if (u->t == OFFLINE)
+            offline_post(u, body, len, r);
+        else
+            replay_post(u, body, len, r);
+        r->seconds = now_s() - t0;
+        return CURLE_OK;
+    }
     u->cur = r;
     shim_guard_enter();
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
@@ -171,11 +251,20 @@ CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t le
                  "(CODESHIM_MAX_RESPONSE)", r->body.cap);
         rc = CURLE_FILESIZE_EXCEEDED;
     }
-    if (rc != CURLE_OK)
+    if (rc != CURLE_OK) {
         LOG_WARN("upstream call failed: %s (%d)", errbuf, (int)rc);
-    else
-        LOG_DEBUG("upstream answered %ld, %zu bytes in %.3f s", r->status,
-                  r->body.len, r->seconds);
+        return rc;
+    }
+    LOG_DEBUG("upstream answered %ld, %zu bytes in %.3f s", r->status, r->body.len,
+              r->seconds);
+    if (u->cfg->record_dir[0]) {
+        char key[65];
+        int occ, src;
+        shim_cassette_key(u->url, body, len, key, &occ);
+        src = shim_cassette_save(u->cfg->record_dir, key, occ, u->url, body, len, r);
+        if (src < 0)
+            LOG_WARN("record: cannot save exchange %s: %s", key, strerror(-src));
+    }
     return rc;
 }
 
@@ -189,5 +278,6 @@ void shim_upstream_close(struct shim_upstream *u)
     if (u->headers)
         u->api->slist_free_all(u->headers);
     shim_guard_leave();
+    free(u->url);
     free(u);
 }

@@ -1,13 +1,17 @@
-/* upstream.h - codeshim's own HTTP calls to the model's server.
+/* upstream.h - where codeshim's model calls go.
  *
  * The only module that performs HTTP. Calls go through the real libcurl
  * of the program's own build, on a private duplicate of the program's
  * handle, so they inherit its TLS, proxy, timeout, resolve and auth
- * settings; the program's callbacks are replaced by capped buffers. */
+ * settings; the program's callbacks are replaced by capped buffers.
+ * The same interface serves the other transports: the built-in offline
+ * model (CODESHIM_OFFLINE) and recorded exchanges (CODESHIM_REPLAY);
+ * CODESHIM_RECORD saves what the network answered (cassette.h). */
 #ifndef SHIM_UPSTREAM_H
 #define SHIM_UPSTREAM_H
 
 #include "buf.h"
+#include "classify.h"
 #include "handles.h"
 #include "real.h"
 
@@ -26,7 +30,7 @@ struct shim_upstream;
 
 /* Duplicates the program's handle h. 0 or -errno. */
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
-                       const struct shim_handle_view *v, size_t max_response,
+                       const struct shim_handle_view *v, enum shim_api kind,
                        struct shim_upstream **out);
 /* POSTs body to the program's URL. CURLE_OK with *r filled (any HTTP
  * status), or the transfer's CURLcode with errbuf (CURL_ERROR_SIZE bytes)

@@ -19,13 +19,12 @@ import sys
 
 def _worker():
     import ast
-    import base64
+    import binascii
     import builtins
     import io
     import json
     import linecache
     import select
-    import shutil
     import signal
     import traceback
     import types
@@ -98,6 +97,7 @@ def _worker():
         # before it closes the socket): remove the sandbox's files and kill
         # the whole group, user code included, so nothing is left behind.
         try:
+            import shutil  # only here: it costs start-up time
             shutil.rmtree(root, ignore_errors=True)
         finally:
             os.killpg(0, signal.SIGKILL)
@@ -203,7 +203,8 @@ def _worker():
                 fig = plt.figure(num)
                 buf = io.BytesIO()
                 fig.savefig(buf, format="png", bbox_inches="tight")
-                b64 = base64.b64encode(buf.getvalue()).decode("ascii")
+                b64 = binascii.b2a_base64(buf.getvalue(),
+                                          newline=False).decode("ascii")
                 if len(images) >= MAX_IMAGES or \
                         total + len(b64) > MAX_IMAGE_BYTES:
                     err.write("[figure %s not returned: image limit "

@@ -1,0 +1,289 @@
+/* offline.c - see offline.h. */
+#include "offline.h"
+
+#include "ids.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The function tool with a "code" parameter (codeshim's). */
+static const char *code_tool(const cJSON *req, enum shim_api api)
+{
+    const cJSON *t;
+
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(req, "tools"))
+    {
+        const cJSON *fn = api == SHIM_API_CHAT ? cJSON_GetObjectItemCaseSensitive(t, "function") : t;
+        const cJSON *props = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(fn, "parameters"), "properties");
+        if (cJSON_GetObjectItemCaseSensitive(props, "code"))
+            return shim_json_str(fn, "name");
+    }
+    return NULL;
+}
+
+/* Text of a message's content: a string or an array of text parts. */
+static void content_text(const cJSON *content, char *out, size_t outsz)
+{
+    const cJSON *p;
+    size_t n = 0;
+
+    out[0] = '\0';
+    if (cJSON_IsString(content)) {
+        snprintf(out, outsz, "%s", content->valuestring);
+        return;
+    }
+    cJSON_ArrayForEach(p, content)
+    {
+        const char *t = shim_json_str(p, "text");
+        if (t && n < outsz)
+            n += (size_t)snprintf(out + n, outsz - n, "%s", t);
+    }
+}
+
+struct convo {
+    char user[65536];      /* last user message text */
+    int outputs;           /* tool outputs after it */
+    const char *last_output;
+    size_t items;          /* conversation length, for usage */
+};
+
+static void read_convo(const cJSON *req, enum shim_api api, struct convo *c)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(req, api == SHIM_API_CHAT ? "messages" : "input");
+    const cJSON *it;
+
+    memset(c, 0, sizeof(*c));
+    if (cJSON_IsString(list)) {
+        snprintf(c->user, sizeof(c->user), "%s", list->valuestring);
+        c->items = 1;
+        return;
+    }
+    cJSON_ArrayForEach(it, list)
+    {
+        const char *role = shim_json_str(it, "role");
+        const char *type = shim_json_str(it, "type");
+        c->items++;
+        if (role && !strcmp(role, "user")) {
+            content_text(cJSON_GetObjectItemCaseSensitive(it, "content"), c->user, sizeof(c->user));
+            c->outputs = 0;
+            c->last_output = NULL;
+        } else if ((role && !strcmp(role, "tool")) ||
+                   (type && !strcmp(type, "function_call_output"))) {
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, role ? "content" : "output");
+            c->outputs++;
+            c->last_output = cJSON_IsString(o) ? o->valuestring : NULL;
+        }
+    }
+}
+
+/* The k-th ```python block of text (malloc'd), or NULL. */
+static char *python_block(const char *text, int k)
+{
+    const char *p = text;
+
+    while ((p = strstr(p, "```python")) != NULL) {
+        const char *start = strchr(p, '\n'), *end;
+        if (!start)
+            return NULL;
+        start++;
+        end = strstr(start, "```");
+        if (!end)
+            return NULL;
+        if (k-- == 0)
+            return strndup(start, (size_t)(end - start));
+        p = end + 3;
+    }
+    return NULL;
+}
+
+static cJSON *args_json(const char *code)
+{
+    cJSON *a = cJSON_CreateObject();
+    char *s;
+    cJSON *str;
+
+    cJSON_AddStringToObject(a, "code", code);
+    s = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    str = cJSON_CreateString(s ? s : "{}");
+    free(s);
+    return str;
+}
+
+static char *answer_text(const struct convo *c)
+{
+    const char *out = c->last_output;
+    size_t n = (out ? strlen(out) : 0) + 128;
+    char *s = malloc(n);
+
+    if (!s)
+        return NULL;
+    if (out)
+        snprintf(s, n, "The code ran. Output:\n%s", out);
+    else
+        snprintf(s, n, "This is codeshim's offline model: put Python code in a "
+                       "```python block and it will run it.");
+    return s;
+}
+
+static cJSON *responses_reply(const cJSON *req, const char *tool, const struct convo *c,
+                              int parallel)
+{
+    cJSON *r = cJSON_CreateObject(), *out, *u, *d;
+    char id[64];
+    const char *model = shim_json_str(req, "model");
+    int k, made = 0;
+    long long in_tok = (long long)(c->items * 12 + strlen(c->user) / 4);
+
+    shim_id_make(id, sizeof(id), "resp_", 48);
+    cJSON_AddStringToObject(r, "id", id);
+    cJSON_AddStringToObject(r, "object", "response");
+    cJSON_AddNumberToObject(r, "created_at", (double)time(NULL));
+    cJSON_AddStringToObject(r, "status", "completed");
+    cJSON_AddNullToObject(r, "error");
+    cJSON_AddNullToObject(r, "incomplete_details");
+    {
+        const cJSON *ins = cJSON_GetObjectItemCaseSensitive(req, "instructions");
+        cJSON_AddItemToObject(r, "instructions", ins ? cJSON_Duplicate(ins, 1) : cJSON_CreateNull());
+    }
+    cJSON_AddStringToObject(r, "model", model ? model : "codeshim-offline");
+    out = cJSON_AddArrayToObject(r, "output");
+    for (k = c->outputs; tool; k++) {
+        char *code = python_block(c->user, k);
+        cJSON *fc;
+        char fid[64], cid[64];
+        if (!code)
+            break;
+        shim_id_make(fid, sizeof(fid), "fc_", 48);
+        shim_id_make(cid, sizeof(cid), "call_", 24);
+        fc = cJSON_CreateObject();
+        cJSON_AddStringToObject(fc, "id", fid);
+        cJSON_AddStringToObject(fc, "type", "function_call");
+        cJSON_AddStringToObject(fc, "status", "completed");
+        cJSON_AddStringToObject(fc, "call_id", cid);
+        cJSON_AddStringToObject(fc, "name", tool);
+        cJSON_AddItemToObject(fc, "arguments", args_json(code));
+        cJSON_AddItemToArray(out, fc);
+        free(code);
+        made++;
+        if (!parallel)
+            break;
+    }
+    if (!made) {
+        cJSON *m = cJSON_CreateObject(), *content, *part;
+        char mid[64], *text = answer_text(c);
+        shim_id_make(mid, sizeof(mid), "msg_", 48);
+        cJSON_AddStringToObject(m, "id", mid);
+        cJSON_AddStringToObject(m, "type", "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddStringToObject(m, "status", "completed");
+        content = cJSON_AddArrayToObject(m, "content");
+        part = cJSON_CreateObject();
+        cJSON_AddStringToObject(part, "type", "output_text");
+        cJSON_AddStringToObject(part, "text", text ? text : "");
+        cJSON_AddArrayToObject(part, "annotations");
+        cJSON_AddArrayToObject(part, "logprobs");
+        cJSON_AddItemToArray(content, part);
+        cJSON_AddItemToArray(out, m);
+        free(text);
+    }
+    cJSON_AddTrueToObject(r, "parallel_tool_calls");
+    cJSON_AddNumberToObject(r, "temperature", 1);
+    cJSON_AddNumberToObject(r, "top_p", 1);
+    cJSON_AddStringToObject(r, "tool_choice", "auto");
+    {
+        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+        cJSON_AddItemToObject(r, "tools", tools ? cJSON_Duplicate(tools, 1) : cJSON_CreateArray());
+    }
+    cJSON_AddObjectToObject(r, "metadata");
+    u = cJSON_AddObjectToObject(r, "usage");
+    cJSON_AddNumberToObject(u, "input_tokens", (double)in_tok);
+    d = cJSON_AddObjectToObject(u, "input_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    cJSON_AddNumberToObject(d, "cache_write_tokens", 0);
+    cJSON_AddNumberToObject(u, "output_tokens", 16);
+    d = cJSON_AddObjectToObject(u, "output_tokens_details");
+    cJSON_AddNumberToObject(d, "reasoning_tokens", 0);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(in_tok + 16));
+    return r;
+}
+
+static cJSON *chat_reply(const cJSON *req, const char *tool, const struct convo *c, int parallel)
+{
+    cJSON *r = cJSON_CreateObject(), *choices, *ch, *msg, *tcs = NULL, *u;
+    char id[64];
+    const char *model = shim_json_str(req, "model");
+    int k, made = 0;
+    long long in_tok = (long long)(c->items * 12 + strlen(c->user) / 4);
+
+    shim_id_make(id, sizeof(id), "chatcmpl-", 29);
+    cJSON_AddStringToObject(r, "id", id);
+    cJSON_AddStringToObject(r, "object", "chat.completion");
+    cJSON_AddNumberToObject(r, "created", (double)time(NULL));
+    cJSON_AddStringToObject(r, "model", model ? model : "codeshim-offline");
+    choices = cJSON_AddArrayToObject(r, "choices");
+    ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", 0);
+    msg = cJSON_AddObjectToObject(ch, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    for (k = c->outputs; tool; k++) {
+        char *code = python_block(c->user, k);
+        cJSON *t, *fn;
+        char cid[64];
+        if (!code)
+            break;
+        if (!tcs)
+            tcs = cJSON_CreateArray();
+        shim_id_make(cid, sizeof(cid), "call_", 24);
+        t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "id", cid);
+        cJSON_AddStringToObject(t, "type", "function");
+        fn = cJSON_AddObjectToObject(t, "function");
+        cJSON_AddStringToObject(fn, "name", tool);
+        cJSON_AddItemToObject(fn, "arguments", args_json(code));
+        cJSON_AddItemToArray(tcs, t);
+        free(code);
+        made++;
+        if (!parallel)
+            break;
+    }
+    if (made) {
+        cJSON_AddNullToObject(msg, "content");
+        cJSON_AddNullToObject(msg, "refusal");
+        cJSON_AddItemToObject(msg, "tool_calls", tcs);
+    } else {
+        char *text = answer_text(c);
+        cJSON_AddStringToObject(msg, "content", text ? text : "");
+        cJSON_AddNullToObject(msg, "refusal");
+        free(text);
+    }
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddStringToObject(ch, "finish_reason", made ? "tool_calls" : "stop");
+    cJSON_AddItemToArray(choices, ch);
+    u = cJSON_AddObjectToObject(r, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", (double)in_tok);
+    cJSON_AddNumberToObject(u, "completion_tokens", 16);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(in_tok + 16));
+    return r;
+}
+
+cJSON *shim_offline_reply(enum shim_api api, const cJSON *req)
+{
+    struct convo *c = malloc(sizeof(*c));
+    const char *tool = code_tool(req, api);
+    int parallel;
+    cJSON *r;
+
+    if (!c)
+        return NULL;
+    read_convo(req, api, c);
+    parallel = strstr(c->user, "[parallel]") != NULL;
+    r = api == SHIM_API_CHAT ? chat_reply(req, tool, c, parallel)
+                             : responses_reply(req, tool, c, parallel);
+    free(c);
+    return r;
+}

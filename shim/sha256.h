@@ -1,0 +1,22 @@
+/* sha256.h - SHA-256 (FIPS 180-4), for record/replay keys and for the
+ * session identity (a hash of the API key, never the key itself). */
+#ifndef SHIM_SHA256_H
+#define SHIM_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct shim_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t nbuf;
+};
+
+void shim_sha256_init(struct shim_sha256 *s);
+void shim_sha256_update(struct shim_sha256 *s, const void *p, size_t n);
+void shim_sha256_final(struct shim_sha256 *s, unsigned char out[32]);
+/* Hex digest (65 bytes with NUL) of p[0..n). */
+void shim_sha256_hex(const void *p, size_t n, char out[65]);
+
+#endif

@@ -30,7 +30,7 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c)
 TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
                $(wildcard tests/integration/progs/*.c))
 
-.PHONY: all deps test unit integration exports examples clean
+.PHONY: all deps demo test unit integration exports examples clean
 all: $(BUILD)/libcodeshim.so $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
@@ -64,6 +64,10 @@ $(BUILD)/testprogs/%: tests/integration/progs/%.c
 
 deps:
 	@scripts/deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all

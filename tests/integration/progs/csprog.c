@@ -25,6 +25,7 @@
  *   --short-header    the header callback takes nothing
  *   --failonerror     CURLOPT_FAILONERROR = 1
  *   --errbuf          CURLOPT_ERRORBUFFER set
+ *   --errbuf-prefill  ... holding an old message before the transfer
  * Life cycle:
  *   --repeat N        perform the same handle N times (results[] has N)
  *   --reset-get URL2  after the first transfer: curl_easy_reset, then a plain
@@ -69,7 +70,7 @@ static char *g_body;
 static size_t g_body_len;
 static struct curl_slist *g_headers;
 static int g_no_writefn, g_no_headerfn, g_headerdata, g_include_header;
-static int g_short_write, g_short_header, g_failonerror, g_errbuf;
+static int g_short_write, g_short_header, g_failonerror, g_errbuf, g_errbuf_prefill;
 
 static void buf_add(struct buf *b, const char *p, size_t n)
 {
@@ -242,7 +243,9 @@ static void configure(CURL *h, struct xfer *x, int slot, const char *body, size_
     if (g_failonerror)
         curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
     if (g_errbuf) {
-        g_errbufs[slot][0] = '\0';
+        /* libcurl empties the buffer when a transfer starts */
+        snprintf(g_errbufs[slot], CURL_ERROR_SIZE, "%s",
+                 g_errbuf_prefill ? "stale message from an earlier transfer" : "");
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, g_errbufs[slot]);
     }
 }
@@ -392,6 +395,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--short-header")) g_short_header = 1;
         else if (!strcmp(a, "--failonerror")) g_failonerror = 1;
         else if (!strcmp(a, "--errbuf")) g_errbuf = 1;
+        else if (!strcmp(a, "--errbuf-prefill")) g_errbuf_prefill = 1;
         else if (!strcmp(a, "--repeat")) repeat = atoi(TAKE());
         else if (!strcmp(a, "--reset-get")) reset_url = TAKE();
         else if (!strcmp(a, "--dup")) dup = 1;

@@ -30,7 +30,7 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c)
 TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
                $(wildcard tests/integration/progs/*.c))
 
-.PHONY: all deps demo test unit integration exports examples clean
+.PHONY: all deps demo test unit integration exports examples bench clean
 all: $(BUILD)/libcodeshim.so $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
@@ -81,6 +81,14 @@ exports: $(BUILD)/libcodeshim.so
 
 integration: all $(TESTPROGS)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl
+
+# Benchmarks are measured, never asserted: numbers go to the README.
+bench: all $(BUILD)/bench/bench_http
+	@bench/run.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,32 @@
+# cli/cli.mk - the launcher build/codeshim and its man page; included by
+# the top Makefile (which defines BUILD, CC, WARN and CFLAGS first).
+# The launcher is an ordinary program: no -fPIC/-fvisibility, no libcurl.
+
+CODESHIM_VERSION ?= 0.1.0
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+# The launcher looks for <bindir>/../lib/codeshim/libcodeshim.so, so the
+# library must be installed here for an installed launcher to find it.
+CODESHIM_LIBDIR ?= $(PREFIX)/lib/codeshim
+
+CLI_SRC := $(wildcard cli/*.c)
+CLI_HDR := $(wildcard cli/*.h)
+CLI_BIN := $(BUILD)/codeshim
+CLI_MAN := doc/codeshim.1
+# Recursive (=) so WARN and CFLAGS may be set after the include line.
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) \
+             -DCODESHIM_VERSION='"$(CODESHIM_VERSION)"' $(CFLAGS)
+
+$(CLI_BIN): $(CLI_SRC) $(CLI_HDR) cli/cli.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CLI_CFLAGS) $(CLI_SRC) -o $@ -lcjson
+
+.PHONY: install-cli uninstall-cli
+install-cli: $(CLI_BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(CLI_BIN) $(DESTDIR)$(BINDIR)/codeshim
+	install -m 0644 $(CLI_MAN) $(DESTDIR)$(MANDIR)/man1/codeshim.1
+
+uninstall-cli:
+	rm -f $(DESTDIR)$(BINDIR)/codeshim $(DESTDIR)$(MANDIR)/man1/codeshim.1

@@ -19,6 +19,7 @@ LIBS := -lcjson -lpthread -ldl
 SHIM_SRC := $(wildcard shim/*.c shim/sandbox/*.c)
 GEN_SRC :=
 include shim/sandbox/sandbox.mk
+include cli/cli.mk
 SHIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRC)) \
             $(patsubst %.c,%.o,$(GEN_SRC))
 CORE_OBJ := $(filter-out $(BUILD)/obj/shim/preload.o,$(SHIM_OBJ))
@@ -30,8 +31,8 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c)
 TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
                $(wildcard tests/integration/progs/*.c))
 
-.PHONY: all deps demo test unit integration exports examples bench clean
-all: $(BUILD)/libcodeshim.so $(EXAMPLES)
+.PHONY: all deps demo test unit integration exports examples bench install clean
+all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN)
 
 $(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
 	@mkdir -p $(dir $@)
@@ -89,6 +90,12 @@ $(BUILD)/bench/%: bench/%.c
 # Benchmarks are measured, never asserted: numbers go to the README.
 bench: all $(BUILD)/bench/bench_http
 	@bench/run.sh
+
+# make install PREFIX=/usr/local: launcher, man page, and the library in
+# $(CODESHIM_LIBDIR) (<bindir>/../lib/codeshim, where the launcher looks).
+install: all install-cli
+	install -d $(DESTDIR)$(CODESHIM_LIBDIR)
+	install -m 0644 $(BUILD)/libcodeshim.so $(DESTDIR)$(CODESHIM_LIBDIR)/libcodeshim.so
 
 clean:
 	rm -rf $(BUILD)

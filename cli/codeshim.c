@@ -196,7 +196,7 @@ static const char *option_value(const struct option_def *o, const char *v)
  * 0, 1 = done (--help/--version printed), or -EINVAL (message printed). */
 static int parse_option(int argc, char **argv, int *i, struct launch *l)
 {
-    const char *arg = argv[*i] + 2, *eq = strchr(arg, '='), *v = NULL, *val;
+    const char *arg = argv[*i] + 2, *eq = strchr(arg, '='), *v = "", *val;
     const struct option_def *o = find_option(arg, eq ? (size_t)(eq - arg) : strlen(arg));
 
     if (!o) {

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,17 @@ static int get_int(const cJSON *o, const char *key, long long *out)
         return 0;
     *out = (long long)d;
     return 1;
+}
+
+/* Sums saturate: a hostile file of huge counts must not overflow. */
+static void add_sat(long long *acc, long long v)
+{
+    if (v > 0 && *acc > LLONG_MAX - v)
+        *acc = LLONG_MAX;
+    else if (v < 0 && *acc < LLONG_MIN - v)
+        *acc = LLONG_MIN;
+    else
+        *acc += v;
 }
 
 static const char *get_str(const cJSON *o, const char *key)
@@ -262,13 +274,13 @@ static int on_upstream(struct req *r, const cJSON *e)
     if (get_num(e, "seconds", &s))
         r->model_s += s;
     if (get_int(e, "bytes", &n))
-        r->upstream_bytes += n;
+        add_sat(&r->upstream_bytes, n);
     if (get_int(e, "input_tokens", &n)) {
-        r->tok_in += n;
+        add_sat(&r->tok_in, n);
         r->has_tok_in = 1;
     }
     if (get_int(e, "output_tokens", &n)) {
-        r->tok_out += n;
+        add_sat(&r->tok_out, n);
         r->has_tok_out = 1;
     }
     get_int(e, "turn", &turn);
@@ -573,11 +585,11 @@ static void sum_totals(const struct cli_trace *t, struct totals *s)
     for (i = 0; i < t->n; i++) {
         const struct req *r = &t->reqs[i];
 
-        s->upstream += n_upstream(r);
-        s->execs += n_exec(r);
-        s->execs_failed += r->execs_failed;
-        s->tok_in += r->tok_in;
-        s->tok_out += r->tok_out;
+        add_sat(&s->upstream, n_upstream(r));
+        add_sat(&s->execs, n_exec(r));
+        add_sat(&s->execs_failed, r->execs_failed);
+        add_sat(&s->tok_in, r->tok_in);
+        add_sat(&s->tok_out, r->tok_out);
         s->answered += r->answered;
         s->failed += req_failed(r);
         s->model_s += r->model_s;
@@ -612,6 +624,11 @@ static const struct req **sorted(const struct cli_trace *t)
 
 /* ---- text ---- */
 
+static const char *plural(long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 static void print_when(FILE *out, double ts)
 {
     time_t secs = (time_t)ts;
@@ -633,8 +650,8 @@ static void print_req_text(const struct req *r, FILE *out)
     fprintf(out, "  api       %s  model %s  stream %s\n", r->api ? r->api : "?",
             r->model ? r->model : "?", r->stream < 0 ? "?" : r->stream ? "yes" : "no");
     fprintf(out, "  url       %s\n", r->url ? r->url : "?");
-    fprintf(out, "  loop      %lld upstream calls, %lld executions\n", n_upstream(r),
-            n_exec(r));
+    fprintf(out, "  loop      %lld upstream call%s, %lld execution%s\n", n_upstream(r),
+            plural(n_upstream(r)), n_exec(r), plural(n_exec(r)));
     fprintf(out, "  time      model %.3fs  sandbox %.3fs  total %.3fs\n", r->model_s,
             r->sandbox_s, total_s(r));
     if (r->has_tok_in || r->has_tok_out)
@@ -674,10 +691,11 @@ int cli_trace_print_text(const struct cli_trace *t, FILE *out)
         fprintf(out, "error outside any request: %s\n", t->orphans[i]);
     sum_totals(t, &s);
     fprintf(out,
-            "total: %zu requests (%lld answered, %lld failed), %lld upstream calls, "
-            "%lld executions (%lld not completed), model %.3fs, sandbox %.3fs, "
+            "total: %zu request%s (%lld answered, %lld failed), %lld upstream call%s, "
+            "%lld execution%s (%lld not completed), model %.3fs, sandbox %.3fs, "
             "total %.3fs, tokens in %lld out %lld\n",
-            t->n, s.answered, s.failed, s.upstream, s.execs, s.execs_failed, s.model_s,
+            t->n, plural((long long)t->n), s.answered, s.failed, s.upstream,
+            plural(s.upstream), s.execs, plural(s.execs), s.execs_failed, s.model_s,
             s.sandbox_s, s.total_s, s.tok_in, s.tok_out);
     if (t->malformed)
         fprintf(out, "skipped %zu malformed line%s\n", t->malformed,

@@ -6,15 +6,14 @@ case, and the curl CLI.  Where libcurl's own behaviour is the reference, the
 same program is run on a plain (pass-through) transfer and compared."""
 
 import json
-import os
 
 import pytest
 
 from conftest import run
 import schema_check
 from test_core_responses import (
-    CI_TOOL, CURL, KEY, ENV, assert_ci, assert_clean_upstream, assert_no_internal,
-    blocks, bodies, ci_items, curl_cmd, final_text, logs_of, req, run_csprog)
+    ENV, Recorded, assert_ci, assert_clean_upstream, assert_no_internal, blocks,
+    ci_items, curl_cmd, final_text, req, run_csprog)
 
 CODE = "print(6 * 7)\n"
 BODY = req(blocks(CODE))
@@ -216,6 +215,15 @@ def test_body_options(fake, tmp_path, mode):
     assert "ZZZZ" not in reqs[0]["raw"]
 
 
+def test_url_set_after_everything_else(fake, tmp_path):
+    _, _, _, res = run_csprog(BODY, "--url-last", "--body", "size-after",
+                              url=fake.url + "/responses", tmp=str(tmp_path))
+    [x] = res["results"]
+    assert x["rc"] == 0 and x["url"] == fake.url + "/responses"
+    check_answer(x["body"])
+    assert_clean_upstream(fake, n=2)
+
+
 # ------------------------------------------------------- default fwrite
 
 def test_default_fwrite_to_writedata_file(fake, tmp_path):
@@ -271,7 +279,7 @@ def test_reset_then_plain_get(fake, tmp_path):
     assert second["size_dl"] == len(second["body"].encode())
     reqs = fake.requests()
     assert len(reqs) == 3
-    assert_clean_upstream(_Only(reqs[:2]), n=2)
+    assert_clean_upstream(Recorded(reqs[:2]), n=2)
     assert (reqs[2]["method"], reqs[2]["path"], reqs[2]["raw"]) == ("GET", "/v1/models", "")
 
 
@@ -307,7 +315,7 @@ def test_address_reuse_starts_clean(fake, tmp_path, perform_first):
     if perform_first:
         check_answer(res["results"][0]["body"])
         assert len(reqs) == 3
-        assert_clean_upstream(_Only(reqs[:2]), n=2)
+        assert_clean_upstream(Recorded(reqs[:2]), n=2)
     else:
         assert len(reqs) == 1
 
@@ -333,15 +341,6 @@ def test_threads_each_intercepted(fake, tmp_path):
                    if isinstance(q["body"]["input"], list)] if o)
     assert sent == sorted("%d\n" % (i * 1000 + 7) for i in range(n))
 
-
-class _Only:
-    """A stand-in for the fake holding only some of its requests."""
-
-    def __init__(self, reqs):
-        self._reqs = reqs
-
-    def requests(self):
-        return list(self._reqs)
 
 
 # ------------------------------------------------------------ curl CLI
@@ -381,4 +380,4 @@ def test_curl_cli_fail_flag(fake):
     assert err == err0 == b"curl: (22) The requested URL returned error: 503\n"
     reqs = fake.requests()
     assert len(reqs) == 2
-    assert_clean_upstream(_Only(reqs[1:]), n=1)
+    assert_clean_upstream(Recorded(reqs[1:]), n=1)

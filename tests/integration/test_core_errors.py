@@ -12,8 +12,8 @@ import pytest
 from conftest import run
 import schema_check
 from test_core_responses import (
-    CI_TOOL, CURL, ENV, KEY, WEATHER_TOOL, assert_ci, assert_clean_upstream,
-    assert_no_internal, blocks, bodies, calls_sent, ci_items, code_call_reply, curl_cmd,
+    CI_TOOL, CURL, ENV, KEY, WEATHER_TOOL, Recorded, assert_ci, assert_clean_upstream,
+    assert_no_internal, blocks, calls_sent, ci_items, code_call_reply, curl_cmd,
     curl_post, final_text, input_items, logs_of, ours, outputs_sent, post_json, req,
     run_csprog, text_reply)
 
@@ -68,8 +68,9 @@ def test_passthrough_byte_identical(scripted, case):
         rc, out, err = run(curl_cmd(up.url + path, ["-i", "-w", "|%{http_code}"] + extra),
                            env=ENV, input=body, preload=preload)
         assert rc == 0, err
-        # the Date header may tick between the two runs
-        outs.append(b"\r\n".join(l for l in out.split(b"\r\n") if not l.startswith(b"Date:")))
+        # the Date header may tick, the fake numbers its answers
+        outs.append(b"\r\n".join(l for l in out.split(b"\r\n")
+                                  if not l.startswith((b"Date:", b"x-request-id:"))))
     assert outs[0] == outs[1]
     assert outs[0].startswith(b"HTTP/1.1 207 ")
     assert outs[0].endswith(b"\r\n\r\n" + canned["body"].encode() + b"|207")
@@ -184,7 +185,7 @@ def test_connection_dropped_same_code_as_plain(scripted, tmp_path, close, code, 
     assert out == b""
     assert curl_lines(err) == curl_lines(err0) == ["curl: (%d) %s" % (code, msg)]
     assert len(up.requests()) == 2
-    assert_clean_upstream(_Only(up.requests()[1:]), n=1)
+    assert_clean_upstream(Recorded(up.requests()[1:]), n=1)
 
 
 def test_connection_dropped_mid_loop(scripted, tmp_path):
@@ -201,13 +202,6 @@ def test_connection_dropped_mid_loop(scripted, tmp_path):
     assert reqs[1]["body"] == reqs[2]["body"]
     assert list(outputs_sent(reqs[1]["body"]).values()) == ["1\n"]
 
-
-class _Only:
-    def __init__(self, reqs):
-        self._reqs = reqs
-
-    def requests(self):
-        return list(self._reqs)
 
 
 # --------------------------------------------------------------------- cap
@@ -255,11 +249,32 @@ def test_max_tool_calls_lowers_cap(fake):
 
 
 def test_max_tool_calls_cannot_raise_cap(fake):
-    r = ours(fake.url + "/responses", req(THREE, max_tool_calls=50),
+    """Neither max_tool_calls nor codeshim-looking request keys raise the
+    environment's cap (and those keys are not forwarded)."""
+    r = ours(fake.url + "/responses",
+             req(THREE, max_tool_calls=50, codeshim_max_loops=50,
+                 metadata={"codeshim_max_loops": "50"}),
              env={"CODESHIM_MAX_LOOPS": "1"})
     assert r["status"] == "incomplete"
     assert [logs_of(c) for c in ci_items(r)] == ["one\n"]
     assert_clean_upstream(fake, n=2)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: after a capped (incomplete) answer, "
+                   "previous_response_id continuation is refused upstream: the stored "
+                   "last response holds the unanswered internal function_call")
+def test_continue_after_cap_with_previous_response_id(fake):
+    """A program continues an incomplete answer by its id, as OpenAI SDK
+    conversations do; the upstream must not meet a call it never got an
+    output for."""
+    r = ours(fake.url + "/responses", req(THREE), env={"CODESHIM_MAX_LOOPS": "2"})
+    assert r["status"] == "incomplete"
+    fake.clear()
+    rc, st, r2, err = post_json(fake.url + "/responses",
+                                req("Thanks, summarize.", previous_response_id=r["id"]))
+    assert (rc, st) == (0, 200), r2
+    schema_check.validate(r2, "Response")
+    assert_no_internal(r2)
 
 
 # ------------------------------------------------------- program's own tools
@@ -297,6 +312,26 @@ def test_foreign_tool_call_handed_back_and_continued(fake):
     assert outputs_sent(q["body"])[pc["call_id"]] == "21\n"
     assert outputs_sent(q["body"])[fc["call_id"]] == "sunny"
     assert [it for it in items if it.get("name") == "get_weather"][0]["call_id"] == fc["call_id"]
+
+
+def test_mixed_turn_text_code_and_program_tool(scripted):
+    """One upstream turn with text, a code call and a program tool call:
+    the program gets its call untouched, after the text, and never the
+    internal call."""
+    turn = code_call_reply("print(1)\n")
+    internal = turn["output"][0]
+    msg = text_reply("Let me check.")["output"][0]
+    weather = dict(internal, id="fc_" + "7" * 48, call_id="call_weather000000000000001",
+                   name="get_weather", arguments='{"city":"Oslo"}')
+    turn["output"] = [msg, internal, weather]
+    up = scripted([{"body": turn}])
+    r = ours(up.url + "/responses", req(blocks("print(1)\n"), tools=[CI_TOOL, WEATHER_TOOL]))
+    assert r["output"][0] == msg
+    assert r["output"][-1] == weather
+    assert_no_internal(r)
+    for c in ci_items(r):
+        assert_ci(c, "print(1)\n", "1\n")
+    assert_clean_upstream(up, n=1)
 
 
 FORGED_TOOL = {"type": "function", "name": "python", "description": "The program's own.",
@@ -367,6 +402,17 @@ def test_timeout_kills_and_next_execution_starts_fresh(fake):
     reqs = assert_clean_upstream(fake, n=4)
     sent = list(outputs_sent(reqs[3]["body"]).values())
     assert "timed out" in sent[1] and "NameError" in sent[2]
+
+
+def test_worker_death_reported_and_loop_goes_on(fake):
+    text = blocks("y = 1\n", "import os\nos._exit(3)\n", "print('alive')\n")
+    r = ours(fake.url + "/responses", req(text))
+    a, b, c = ci_items(r)
+    assert "exited with status 3" in logs_of(b)
+    assert logs_of(c).endswith("alive\n")
+    assert final_text(r).endswith("alive\n")
+    reqs = assert_clean_upstream(fake, n=4)
+    assert "exited with status 3" in list(outputs_sent(reqs[2]["body"]).values())[1]
 
 
 def test_sandbox_environment_has_no_secrets(fake):

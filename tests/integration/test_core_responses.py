@@ -9,13 +9,12 @@ The helpers at the top are shared with test_core_delivery.py and
 test_core_errors.py (they import them from here)."""
 
 import base64
+import gzip
 import json
 import os
 import re
 import subprocess
 import tempfile
-
-import pytest
 
 from conftest import PYTHON, REPO, run
 import fake_openai
@@ -133,6 +132,17 @@ def assert_clean_upstream(srv, tool="python", n=None):
         assert q["headers"].get("authorization") == "Bearer " + KEY
         assert "expect" not in q["headers"]
     return reqs
+
+
+class Recorded:
+    """Stands in for a fake holding only some of its requests (for
+    assert_clean_upstream when other requests are not ours)."""
+
+    def __init__(self, reqs):
+        self._reqs = list(reqs)
+
+    def requests(self):
+        return list(self._reqs)
 
 
 def outputs_sent(b):
@@ -459,6 +469,22 @@ def test_forced_tool_choice_only_first_call(fake):
     assert_clean_upstream(fake, n=3)
 
 
+def test_allowed_tools_choice_rewritten(fake):
+    """allowed_tools naming code_interpreter names the function instead;
+    mode "required" only on the first call."""
+    choice = {"type": "allowed_tools", "mode": "required",
+              "tools": [{"type": "code_interpreter"}]}
+    body = req(blocks("print('a')\n"), tools=(CI_TOOL, WEATHER_TOOL), tool_choice=choice)
+    r = ours(fake.url + "/responses", body)
+    assert r["tool_choice"] == choice
+    assert [logs_of(c) for c in ci_items(r)] == ["a\n"]
+    b0, b1 = bodies(fake)
+    assert b0["tool_choice"]["tools"] == [{"type": "function", "name": "python"}]
+    assert b0["tool_choice"]["mode"] == "required"
+    assert b1["tool_choice"] in ("auto", dict(b0["tool_choice"], mode="auto"))
+    assert_clean_upstream(fake, n=2)
+
+
 def test_stream_is_not_forwarded(fake):
     """stream/stream_options are for the program; the upstream is always
     called without them (the fake answers 400 to stream:true)."""
@@ -480,6 +506,30 @@ def test_url_with_query_string(fake):
     for q in assert_clean_upstream(fake, n=2):
         assert q["path"] == "/v1/responses"
         assert q["query"] == "api-version=2025-04-01-preview"
+
+
+def test_program_handle_options_inherited_compression(scripted):
+    """The upstream calls inherit the program's handle options: with
+    curl --compressed, gzip answers are decoded; the program gets plain
+    JSON without a stale Content-Encoding."""
+    gz = {"Content-Encoding": "gzip"}
+    up = scripted([
+        {"body": gzip.compress(json.dumps(code_call_reply("print(5)\n")).encode()),
+         "headers": gz},
+        {"body": gzip.compress(json.dumps(text_reply("five")).encode()), "headers": gz}])
+    rc, out, err = curl_post(up.url + "/responses", req(blocks("print(5)\n")),
+                             ["--compressed", "-i"])
+    assert rc == 0, err
+    head, _, body = out.decode().partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 200 OK")
+    assert "content-encoding" not in head.lower()
+    assert "Content-Length: %d" % len(body) in head
+    r = json.loads(body)
+    schema_check.validate(r, "Response")
+    assert_ci(ci_items(r)[0], "print(5)\n", "5\n")
+    assert final_text(r) == "five"
+    for q in assert_clean_upstream(up, n=2):
+        assert "gzip" in q["headers"]["accept-encoding"]
 
 
 def test_own_tool_named_codeshim_python_too(fake):
@@ -505,6 +555,23 @@ def test_logs_stdout_stderr_order_and_trailing_value(fake):
     assert_ci(ci, code, expect)
     [b1] = bodies(fake)[1:]
     assert list(outputs_sent(b1).values()) == [expect]
+
+
+def test_logs_unicode_control_and_invalid_bytes(fake):
+    """Output is text for JSON: UTF-8 kept, control characters escaped,
+    bytes that are not UTF-8 (and NULs) replaced, the JSON still valid."""
+    code = ("import os, sys\nprint('h\\u00e9llo \\u2713 \\U0001F600')\n"
+            "print('ctl:\\x01\\x1b[31mred')\nsys.stdout.flush()\n"
+            "_ = os.write(1, b'bad:\\xff\\xfe|nul:\\x00|\\n')\n")
+    r = ours(fake.url + "/responses", req(blocks(code)))
+    [ci] = ci_items(r)
+    assert ci["code"] == code
+    logs = logs_of(ci)
+    assert logs.startswith("h\u00e9llo \u2713 \U0001F600\nctl:\x01\x1b[31mred\nbad:")
+    tail = logs.split("bad:", 1)[1]
+    assert tail.endswith("|\n") and "|nul:" in tail
+    assert "\x00" not in logs
+    assert list(outputs_sent(bodies(fake)[1]).values()) == [logs]
 
 
 def test_logs_traceback_on_exception(fake):

@@ -14,6 +14,7 @@
  *   copy              COPYPOSTFIELDS, then the source is scribbled and freed
  *   copy-size         POSTFIELDSIZE, COPYPOSTFIELDS of a non-terminated buffer,
  *                     then the source is scribbled and freed
+ *   --url-last        CURLOPT_URL is set after every other option
  * Delivery:
  *   --no-writefn      no WRITEFUNCTION (libcurl's fwrite default)
  *   --writedata-file F  WRITEDATA = fopen(F) (implies --no-writefn)
@@ -71,6 +72,7 @@ static size_t g_body_len;
 static struct curl_slist *g_headers;
 static int g_no_writefn, g_no_headerfn, g_headerdata, g_include_header;
 static int g_short_write, g_short_header, g_failonerror, g_errbuf, g_errbuf_prefill;
+static int g_url_last;
 
 static void buf_add(struct buf *b, const char *p, size_t n)
 {
@@ -222,7 +224,8 @@ static void configure(CURL *h, struct xfer *x, int slot, const char *body, size_
     x->h = h;
     x->short_write = g_short_write;
     x->short_header = g_short_header;
-    curl_easy_setopt(h, CURLOPT_URL, g_url);
+    if (!g_url_last)
+        curl_easy_setopt(h, CURLOPT_URL, g_url);
     if (g_headers)
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, g_headers);
     *keep = NULL;
@@ -248,6 +251,8 @@ static void configure(CURL *h, struct xfer *x, int slot, const char *body, size_
                  g_errbuf_prefill ? "stale message from an earlier transfer" : "");
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, g_errbufs[slot]);
     }
+    if (g_url_last)
+        curl_easy_setopt(h, CURLOPT_URL, g_url);
 }
 
 static cJSON *result(CURL *h, CURLcode rc, struct xfer *x, int slot)
@@ -396,6 +401,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--failonerror")) g_failonerror = 1;
         else if (!strcmp(a, "--errbuf")) g_errbuf = 1;
         else if (!strcmp(a, "--errbuf-prefill")) g_errbuf_prefill = 1;
+        else if (!strcmp(a, "--url-last")) g_url_last = 1;
         else if (!strcmp(a, "--repeat")) repeat = atoi(TAKE());
         else if (!strcmp(a, "--reset-get")) reset_url = TAKE();
         else if (!strcmp(a, "--dup")) dup = 1;

@@ -150,6 +150,8 @@ def test_short_header_write_is_write_error(fake, tmp_path):
     assert x["rc"] == 23
     assert x["errbuf"] == base["errbuf"] != ""
     assert x["hdr_calls"] == 1 and x["write_calls"] == 0 and x["body"] == ""
+    assert x["headers"] == "HTTP/1.1 200 OK\r\n"  # the synthetic answer's status line
+    assert_clean_upstream(fake, n=2)
 
 
 @pytest.mark.parametrize("status", [503, 400])

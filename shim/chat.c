@@ -252,7 +252,7 @@ static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
         if (!is_internal(tc, cv))
             continue;
         c = find_call(shim_json_str(tc, "id"), calls, n);
-        if (!c || !c->executed)
+        if (!c || !(c->executed || c->skipped))
             continue;
         t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "id", c->call_id);
@@ -265,7 +265,7 @@ static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     cJSON_AddItemToArray(msgs, am);
     for (i = 0; i < n; i++) {
         cJSON *tm;
-        if (!calls[i].executed)
+        if (!(calls[i].executed || calls[i].skipped))
             continue;
         tm = cJSON_CreateObject();
         cJSON_AddStringToObject(tm, "role", "tool");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 struct parse_ctx {
     shim_env_fn env;
@@ -89,6 +90,21 @@ static int get_level(struct parse_ctx *p)
     return SHIM_LOG_WARN;
 }
 
+/* CODESHIM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/codeshim, else
+ * /tmp/codeshim-<uid>: private to the user (session.c checks it). */
+static void get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
+{
+    const char *v = p->env("CODESHIM_RUNTIME_DIR", p->ctx);
+    const char *xdg = p->env("XDG_RUNTIME_DIR", p->ctx);
+
+    if (v && *v && strlen(v) < outsz - 64)
+        snprintf(out, outsz, "%s", v);
+    else if (xdg && *xdg == '/' && strlen(xdg) < outsz - 80)
+        snprintf(out, outsz, "%s/codeshim", xdg);
+    else
+        snprintf(out, outsz, "/tmp/codeshim-%ld", (long)geteuid());
+}
+
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
                        void *ctx)
 {
@@ -114,6 +130,25 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     get_str(&p, "CODESHIM_RECORD", "", c->record_dir, sizeof(c->record_dir));
     get_str(&p, "CODESHIM_REPLAY", "", c->replay_dir, sizeof(c->replay_dir));
     get_str(&p, "CODESHIM_TRACE", "", c->trace_file, sizeof(c->trace_file));
+    c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, 7 * 86400);
+    c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
+    get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
+    get_str(&p, "CODESHIM_SESSIOND", "", c->sessiond, sizeof(c->sessiond));
+}
+
+char **shim_config_own_env(void)
+{
+    extern char **environ;
+    size_t n = 0, i, k = 0;
+    char **out;
+
+    for (i = 0; environ && environ[i]; i++)
+        n += !strncmp(environ[i], "CODESHIM_", 9);
+    out = calloc(n + 1, sizeof(*out));
+    for (i = 0; out && environ && environ[i] && k < n; i++)
+        if (!strncmp(environ[i], "CODESHIM_", 9) && (out[k] = strdup(environ[i])) != NULL)
+            k++;
+    return out;
 }
 
 /* ---- process-wide instance ---- */

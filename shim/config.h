@@ -27,7 +27,16 @@ struct shim_config {
     char record_dir[SHIM_PATH_MAX]; /* CODESHIM_RECORD */
     char replay_dir[SHIM_PATH_MAX]; /* CODESHIM_REPLAY */
     char trace_file[SHIM_PATH_MAX]; /* CODESHIM_TRACE */
+    int session_ttl_s;             /* CODESHIM_SESSION_TTL: idle seconds */
+    int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
+    char runtime_dir[SHIM_PATH_MAX]; /* session store (see session.c) */
+    char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND: supervisor path */
 };
+
+/* The CODESHIM_* entries of this process's environment ("NAME=value"
+ * copies, caller frees each and the array; NULL-terminated), for helper
+ * processes that are codeshim's own (never the sandbox). */
+char **shim_config_own_env(void);
 
 /* The process-wide configuration; loaded on first use (thread-safe). */
 const struct shim_config *shim_config(void);

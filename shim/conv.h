@@ -26,6 +26,7 @@ struct shim_call {
     char ci_id[64];        /* "ci_..." */
     char container_id[64]; /* "cntr_..." */
     int executed;
+    int skipped; /* over the cap: answered "not run", never executed */
 };
 
 struct shim_conv {
@@ -52,8 +53,8 @@ struct shim_api_ops {
      * has not the shape of a successful answer. Also sums usage. */
     int (*scan)(const cJSON *reply, struct shim_conv *cv,
                 struct shim_call **calls, size_t *n, int *foreign);
-    /* Adds reply's turn and the outputs of the executed calls to up (the
-     * next upstream request) and to cv->visible. */
+    /* Adds reply's turn and the outputs of the executed (and skipped)
+     * calls to up (the next upstream request) and to cv->visible. */
     int (*advance)(cJSON *up, const cJSON *reply, const struct shim_call *calls,
                    size_t n, struct shim_conv *cv);
     /* The program's answer built from the last reply (caller owns).

@@ -89,6 +89,8 @@ void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view 
     s->h = h;
     s->v = v;
     s->t0 = t0;
+    if (v->errorbuffer) /* libcurl empties it at the start of every transfer */
+        v->errorbuffer[0] = '\0';
 }
 
 static void set_error(struct shim_sink *s, const char *msg)

@@ -27,6 +27,7 @@ struct run {
     struct shim_stream st;
     int streaming; /* SSE headers and first events sent */
     int executed;
+    int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
     char id[32]; /* request id in traces */
 };
@@ -125,6 +126,18 @@ static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CUR
         cJSON_Delete(body);
     }
     shim_trace_emit(r->id, "upstream", f);
+}
+
+/* A call over the cap: never run; the model is told why. */
+static void skip_call(struct run *r, struct shim_call *c)
+{
+    char msg[200];
+
+    snprintf(msg, sizeof(msg),
+             "Not run: this request reached its limit of %d code executions. "
+             "Answer with the results you already have.", r->cv.max_exec);
+    c->skipped = 1;
+    c->output = strdup(msg);
 }
 
 static CURLcode oom(struct run *r)
@@ -265,17 +278,28 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     if (r->streaming)
         shim_stream_turn(&r->st, reply);
     for (i = 0; i < n && r->sink.rc == CURLE_OK; i++) {
-        if (r->executed >= r->cv.max_exec) {
+        if (r->capped || r->executed >= r->cv.max_exec) {
+            skip_call(r, &calls[i]);
             capped = 1;
-            LOG_WARN("execution cap (%d) reached; answering incomplete", r->cv.max_exec);
-            break;
+            continue;
         }
         run_call(r, &calls[i]);
     }
     if (r->sink.rc != CURLE_OK) { /* the program stopped reading */
         *rc = shim_sink_end(&r->sink);
-    } else if (n == 0 || capped || foreign) {
-        answer = r->ops->finish(r->req, reply, calls, n, &r->cv, capped);
+    } else if (capped && !r->capped && !foreign) {
+        /* One last call, with the unrun calls answered and no tool
+         * allowed: the upstream's stored conversation stays consistent,
+         * so the answer can be continued with previous_response_id. */
+        LOG_WARN("execution cap (%d) reached; asking for a final answer", r->cv.max_exec);
+        r->capped = 1;
+        r->ops->advance(up, reply, calls, n, &r->cv);
+        shim_json_set(up, "tool_choice", cJSON_CreateString("none"));
+        cJSON_Delete(reply);
+        free_calls(calls, n);
+        return 1;
+    } else if (n == 0 || capped || r->capped || foreign) {
+        answer = r->ops->finish(r->req, reply, calls, n, &r->cv, capped || r->capped);
         if (!answer)
             *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory")
                                : oom(r);

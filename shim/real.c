@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 struct flavor_def {
@@ -121,6 +122,19 @@ const struct shim_curl_api *shim_real(enum shim_flavor f)
         return NULL;
     pthread_once(&once[f], binders[f]);
     return bound_ok[f] ? &apis[f] : NULL;
+}
+
+void shim_real_self_dir(char *out, size_t outsz)
+{
+    Dl_info info;
+    const char *slash;
+
+    out[0] = '\0';
+    if (!dladdr((void *)&shim_real_self_dir, &info) || !info.dli_fname)
+        return;
+    slash = strrchr(info.dli_fname, '/');
+    if (slash && (size_t)(slash - info.dli_fname) < outsz)
+        snprintf(out, outsz, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
 }
 
 static shim_dlopen_fn real_dlopen_fn;

@@ -41,4 +41,8 @@ const struct shim_curl_api *shim_real(enum shim_flavor f);
 typedef void *(*shim_dlopen_fn)(const char *, int);
 shim_dlopen_fn shim_real_dlopen(void);
 
+/* Directory of the file this library was loaded from ("" if unknown):
+ * codeshim's helper programs are installed next to it. */
+void shim_real_self_dir(char *out, size_t outsz);
+
 #endif

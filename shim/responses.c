@@ -412,7 +412,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
         if (is_internal_call(it, cv)) {
             const struct shim_call *c = find_call(shim_json_str(it, "call_id"), calls, n);
             cJSON *fc;
-            if (!c || !c->executed)
+            if (!c || !(c->executed || c->skipped))
                 continue;
             fc = cJSON_CreateObject();
             cJSON_AddStringToObject(fc, "type", "function_call");
@@ -429,7 +429,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     }
     for (i = 0; i < n; i++) {
         cJSON *o;
-        if (!calls[i].executed)
+        if (!(calls[i].executed || calls[i].skipped))
             continue;
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "function_call_output");

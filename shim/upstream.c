@@ -125,8 +125,22 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     }
     shim_guard_enter();
     u->h = api->easy_duphandle(h);
+    if (!u->h) {
+        /* libcurl 7.88 cannot duplicate a handle whose COPYPOSTFIELDS had
+         * no size (it copies (size_t)-1 bytes): start from a fresh handle
+         * with what was recorded. The program's other settings are lost,
+         * so say so. */
+        LOG_WARN("cannot duplicate the program's handle; upstream calls use a "
+                 "fresh handle (only URL, method and headers carried over)");
+        u->h = api->easy_init();
+        if (u->h && v->custom_request)
+            api->easy_setopt(u->h, CURLOPT_CUSTOMREQUEST, v->custom_request);
+    }
+    if (u->h)
+        api->easy_setopt(u->h, CURLOPT_URL, u->url);
     shim_guard_leave();
     if (!u->h) {
+        free(u->url);
         free(u);
         return -ENOMEM;
     }

@@ -180,8 +180,6 @@ def test_failonerror_with_success(fake, tmp_path):
     check_answer(x["body"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: error buffer not cleared at the start of "
-                   "an intercepted transfer (libcurl >= 7.60 clears it)")
 def test_errbuf_cleared_on_success(fake, tmp_path):
     """libcurl empties ERRORBUFFER when a transfer starts; a program reusing
     a handle after a failure must not see the old message after success."""
@@ -199,9 +197,7 @@ def test_errbuf_cleared_on_success(fake, tmp_path):
 
 @pytest.mark.parametrize("mode", [
     "postfields", "size-before", "size-after", "large-before", "large-after",
-    pytest.param("copy", marks=pytest.mark.xfail(
-        strict=True, reason="BUG: COPYPOSTFIELDS without a size fails with 27: "
-        "curl_easy_duphandle returns NULL (libcurl 7.88) and upstream.c has no fallback")),
+    "copy",
     "copy-size"])
 def test_body_options(fake, tmp_path, mode):
     """The body is found whichever way it was given: POSTFIELDS with the

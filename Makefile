@@ -32,7 +32,9 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
                $(wildcard tests/integration/progs/*.c))
 
 .PHONY: all deps demo test unit integration exports examples bench install clean
-all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN)
+SESSIOND := $(BUILD)/codeshim-sessiond
+
+all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
 
 $(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
 	@mkdir -p $(dir $@)
@@ -53,6 +55,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
 	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+
+# The session supervisor is a program of its own built from the library's
+# engines; the library starts it from the directory it was loaded from.
+$(SESSIOND): sessiond/sessiond.c $(BUILD)/libcodeshim_core.a
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
 
 # Examples use libcurl like any program: they link -lcurl (the shim never does).
 $(BUILD)/examples/%: examples/%.c
@@ -96,6 +103,7 @@ bench: all $(BUILD)/bench/bench_http
 install: all install-cli
 	install -d $(DESTDIR)$(CODESHIM_LIBDIR)
 	install -m 0644 $(BUILD)/libcodeshim.so $(DESTDIR)$(CODESHIM_LIBDIR)/libcodeshim.so
+	install -m 0755 $(SESSIOND) $(DESTDIR)$(CODESHIM_LIBDIR)/codeshim-sessiond
 
 clean:
 	rm -rf $(BUILD)

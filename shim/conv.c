@@ -124,3 +124,42 @@ void shim_conv_strip_private(cJSON *up)
             cJSON_DeleteItemFromObjectCaseSensitive(up, "metadata");
     }
 }
+
+static size_t add_ref(const char **out, size_t n, size_t max, const char *id)
+{
+    size_t i;
+
+    if (!id || strncmp(id, "cntr_", 5) || n >= max)
+        return n;
+    for (i = 0; i < n; i++)
+        if (!strcmp(out[i], id))
+            return n;
+    out[n] = id;
+    return n + 1;
+}
+
+size_t shim_conv_container_refs(const cJSON *req, const char **out, size_t max)
+{
+    const cJSON *it;
+    size_t n = 0;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "tools"))
+    {
+        const char *type = shim_json_str(it, "type");
+        if (type && !strcmp(type, "code_interpreter"))
+            n = add_ref(out, n, max, shim_json_str(it, "container"));
+    }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "input"))
+    {
+        const char *type = shim_json_str(it, "type");
+        if (type && !strcmp(type, "code_interpreter_call"))
+            n = add_ref(out, n, max, shim_json_str(it, "container_id"));
+    }
+    return n;
+}
+
+const char *shim_conv_session_id(const cJSON *req)
+{
+    const char *s = shim_json_str(cJSON_GetObjectItemCaseSensitive(req, "metadata"), "session_id");
+    return s && *s ? s : NULL;
+}

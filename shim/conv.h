@@ -78,6 +78,12 @@ cJSON *shim_responses_echo_tools(const cJSON *req);
 void shim_conv_pick_tool_name(const cJSON *tools, int chat, char *out, size_t outsz);
 /* Parses {"code": "..."} arguments; NULL (and *why) when unusable. */
 char *shim_conv_parse_code(const char *arguments, const char **why);
+/* The container ids a Responses request refers to (tools[].container
+ * strings, code_interpreter_call items in its input), borrowed from req;
+ * at most max, duplicates left out. Returns the count. */
+size_t shim_conv_container_refs(const cJSON *req, const char **out, size_t max);
+/* metadata.session_id when it is a non-empty string (borrowed), or NULL. */
+const char *shim_conv_session_id(const cJSON *req);
 /* Removes codeshim-private fields and metadata.session_id from a request
  * copy; drops metadata when that empties it. */
 void shim_conv_strip_private(cJSON *up);

@@ -8,6 +8,7 @@
 #include "json.h"
 #include "log.h"
 #include "sandbox.h"
+#include "session.h"
 #include "stream.h"
 #include "trace.h"
 #include "upstream.h"
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct run {
     const struct shim_config *cfg;
@@ -22,7 +24,8 @@ struct run {
     enum shim_api kind;
     const cJSON *req;
     struct shim_conv cv;
-    struct shim_sandbox *sb;
+    const struct shim_handle_view *v;
+    struct shim_box *box; /* opened at the first tool call */
     struct shim_sink sink;
     struct shim_stream st;
     int streaming; /* SSE headers and first events sent */
@@ -42,59 +45,20 @@ static char *join3(const char *a, const char *b, const char *c)
     return s;
 }
 
-/* Runs one call of codeshim's tool; every outcome becomes tool output.
- * A streaming program sees the call start before the sandbox runs. */
-static void run_call(struct run *r, struct shim_call *c)
+static void trace_exec(struct run *r, const struct shim_call *c)
 {
-    const char *why = NULL;
-    int rc = 0;
+    cJSON *f;
 
-    c->executed = 1;
-    r->executed++;
-    shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
-    c->code = shim_conv_parse_code(c->arguments, &why);
-    if (c->code && !r->sb && (rc = shim_sandbox_open(r->cfg, &r->sb)) < 0)
-        r->sb = NULL;
-    if (r->sb)
-        snprintf(c->container_id, sizeof(c->container_id), "%s",
-                 shim_sandbox_container_id(r->sb));
-    else
-        shim_id_make(c->container_id, sizeof(c->container_id), "cntr_", 48);
-    if (r->streaming)
-        shim_stream_exec_begin(&r->st, c);
-    if (!c->code) {
-        c->output = join3("Error: ", why,
-                          ". Call the tool again with a JSON object such as "
-                          "{\"code\": \"print(1 + 1)\"}.");
-        c->status = "failed";
-    } else if (rc < 0) {
-        c->output = join3("Error: the sandbox could not be started (", strerror(-rc),
-                          "); the code was not run.");
-        c->status = "failed";
-    } else if ((rc = shim_sandbox_exec(r->sb, c->code, strlen(c->code), &c->res)) < 0) {
-        c->output = join3("Error: the sandbox failed (", strerror(-rc),
-                          "); the code may not have run.");
-        c->status = "failed";
-    } else {
-        c->output = strdup(c->res.logs ? c->res.logs : "");
-        c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
-                    : c->res.status == SHIM_EXEC_FAILED ? "failed"
-                                                        : "completed";
-        LOG_INFO("execution %d: %s, %zu bytes of output, %.3f s", r->executed,
-                 c->status, c->res.logs_len, c->res.seconds);
-    }
-    if (r->streaming)
-        shim_stream_exec_end(&r->st, c);
-    if (shim_trace_enabled()) {
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "call", c->ci_id);
-        cJSON_AddStringToObject(f, "container_id", c->container_id);
-        cJSON_AddStringToObject(f, "status", c->status);
-        cJSON_AddNumberToObject(f, "seconds", c->res.seconds);
-        cJSON_AddStringToObject(f, "code", c->code ? c->code : "");
-        cJSON_AddStringToObject(f, "output", c->output ? c->output : "");
-        shim_trace_emit(r->id, "exec", f);
-    }
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "call", c->ci_id);
+    cJSON_AddStringToObject(f, "container_id", c->container_id);
+    cJSON_AddStringToObject(f, "status", c->status);
+    cJSON_AddNumberToObject(f, "seconds", c->res.seconds);
+    cJSON_AddStringToObject(f, "code", c->code ? c->code : "");
+    cJSON_AddStringToObject(f, "output", c->output ? c->output : "");
+    shim_trace_emit(r->id, "exec", f);
 }
 
 /* Token counts of a reply, whichever API's names it uses. */
@@ -112,12 +76,12 @@ static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CUR
         cJSON_AddStringToObject(f, "error", errbuf);
         cJSON_AddNumberToObject(f, "curl_code", rc);
     } else {
+        int chat = r->kind == SHIM_API_CHAT;
         cJSON_AddNumberToObject(f, "status", rep->status);
         cJSON_AddNumberToObject(f, "bytes", (double)rep->body.len);
         body = shim_json_parse(rep->body.data, rep->body.len);
         u = cJSON_GetObjectItemCaseSensitive(body, "usage");
         if (cJSON_IsObject(u)) {
-            int chat = r->kind == SHIM_API_CHAT;
             cJSON_AddNumberToObject(f, "input_tokens",
                                     (double)shim_json_int(u, chat ? "prompt_tokens" : "input_tokens"));
             cJSON_AddNumberToObject(f, "output_tokens",
@@ -126,6 +90,92 @@ static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CUR
         cJSON_Delete(body);
     }
     shim_trace_emit(r->id, "upstream", f);
+}
+
+/* The API key the program sends (borrowed from its header list, valid
+ * during perform); only ever hashed, into the session identity. */
+static const char *api_key_of(const struct curl_slist *h)
+{
+    for (; h; h = h->next) {
+        const char *d = h->data;
+        if (!d)
+            continue;
+        if (!strncasecmp(d, "Authorization:", 14)) {
+            d += 14;
+            d += strspn(d, " \t");
+            if (!strncasecmp(d, "Bearer ", 7))
+                return d + 7 + strspn(d + 7, " \t");
+        } else if (!strncasecmp(d, "api-key:", 8)) {
+            return d + 8 + strspn(d + 8, " \t");
+        }
+    }
+    return NULL;
+}
+
+/* The sandbox for this request: a session's, or a private one. */
+static int open_box(struct run *r)
+{
+    const char *refs[16];
+    struct shim_box_req rq;
+
+    memset(&rq, 0, sizeof(rq));
+    rq.api_key = api_key_of(r->v->headers);
+    rq.session_id = shim_conv_session_id(r->req);
+    rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
+    rq.containers = refs;
+    return shim_box_open(r->cfg, &rq, &r->box);
+}
+
+/* Runs one call of codeshim's tool; every outcome becomes tool output.
+ * A streaming program sees the call start before the sandbox runs. */
+static void run_call(struct run *r, struct shim_call *c)
+{
+    const char *why = NULL, *note;
+    int rc = 0;
+
+    c->executed = 1;
+    r->executed++;
+    shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
+    c->code = shim_conv_parse_code(c->arguments, &why);
+    if (c->code && !r->box && (rc = open_box(r)) < 0) {
+        shim_box_close(r->box);
+        r->box = NULL;
+    }
+    if (r->box)
+        snprintf(c->container_id, sizeof(c->container_id), "%s",
+                 shim_box_container_id(r->box));
+    else
+        shim_id_make(c->container_id, sizeof(c->container_id), "cntr_", 48);
+    if (r->streaming)
+        shim_stream_exec_begin(&r->st, c);
+    if (!c->code) {
+        c->output = join3("Error: ", why,
+                          ". Call the tool again with a JSON object such as "
+                          "{\"code\": \"print(1 + 1)\"}.");
+        c->status = "failed";
+    } else if (rc < 0) {
+        c->output = join3("Error: the sandbox could not be started (", strerror(-rc),
+                          "); the code was not run.");
+        c->status = "failed";
+    } else if ((rc = shim_box_exec(r->box, c->code, strlen(c->code), &c->res)) < 0) {
+        c->output = join3("Error: the sandbox failed (", strerror(-rc),
+                          "); the code may not have run.");
+        c->status = "failed";
+    } else {
+        /* the container may have been restarted: report the one used */
+        snprintf(c->container_id, sizeof(c->container_id), "%s",
+                 shim_box_container_id(r->box));
+        note = shim_box_take_note(r->box);
+        c->output = join3(note ? note : "", c->res.logs ? c->res.logs : "", "");
+        c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
+                    : c->res.status == SHIM_EXEC_FAILED ? "failed"
+                                                        : "completed";
+        LOG_INFO("execution %d: %s, %zu bytes of output, %.3f s", r->executed,
+                 c->status, c->res.logs_len, c->res.seconds);
+    }
+    if (r->streaming)
+        shim_stream_exec_end(&r->st, c);
+    trace_exec(r, c);
 }
 
 /* A call over the cap: never run; the model is told why. */
@@ -372,6 +422,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     r.cfg = shim_config();
     r.kind = kind;
     r.req = req;
+    r.v = v;
     r.ops = kind == SHIM_API_CHAT ? &shim_chat_ops : &shim_responses_ops;
     r.cv.max_exec = exec_cap(r.cfg, req);
     shim_sink_init(&r.sink, h, v, t0);
@@ -393,7 +444,7 @@ out:
         shim_stream_free(&r.st);
     shim_http_reply_free(&rep);
     shim_upstream_close(u);
-    shim_sandbox_close(r.sb);
+    shim_box_close(r.box);
     shim_conv_free(&r.cv);
     cJSON_Delete(up);
     return rc;

@@ -1,0 +1,230 @@
+/* sessiond.c - codeshim-sessiond, the supervisor of one session.
+ *
+ *   codeshim-sessiond DIR
+ *
+ * Started by the library (shim/session.c) when a request names a session
+ * that has no supervisor yet. It daemonises (its first process exits once
+ * the socket listens, so the program never holds a zombie), opens one
+ * sandbox through sandbox.h with the program's CODESHIM_* settings, and
+ * serves DIR/sock: one connection at a time, so executions from several
+ * programs sharing the session are serialised. It exits by itself after
+ * CODESHIM_SESSION_TTL seconds without a request, or on {"op":"close"} or
+ * SIGTERM, closing the sandbox (every sandbox process ends) and removing
+ * DIR. It touches DIR on every use: the library's LRU cap reads that. */
+#include "config.h"
+#include "log.h"
+#include "proto.h"
+#include "sandbox.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static long long now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+static int listen_on(const char *dir)
+{
+    struct sockaddr_un a;
+    char path[4200];
+    int fd, dfd = -1;
+
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    snprintf(path, sizeof(path), "%s/sock", dir);
+    unlink(path);
+    if (strlen(path) < sizeof(a.sun_path)) {
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+    } else { /* see session.c: long paths go through the dir's fd */
+        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return -1;
+        snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0) {
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return fd;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[4200];
+    int fd;
+
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    if (write(fd, text, strlen(text)) < 0)
+        LOG_WARN("cannot write %s", p);
+    close(fd);
+}
+
+static void cleanup(const char *dir, const char *cid)
+{
+    static const char *const files[] = {"sock", "cntr", "pid"};
+    char p[8448], parent[4200], h[65];
+    size_t i;
+    char *slash;
+
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    /* the container-id map entry in the identity directory */
+    snprintf(parent, sizeof(parent), "%s", dir);
+    slash = strrchr(parent, '/');
+    if (slash && cid[0]) {
+        struct shim_sha256 s;
+        unsigned char d[32];
+        *slash = '\0';
+        shim_sha256_init(&s);
+        shim_sha256_update(&s, "codeshim-container-v1", 22);
+        shim_sha256_update(&s, cid, strlen(cid) + 1);
+        shim_sha256_final(&s, d);
+        for (i = 0; i < 16; i++)
+            snprintf(h + 2 * i, 3, "%02x", d[i]);
+        snprintf(p, sizeof(p), "%s/c-%s", parent, h);
+        unlink(p);
+    }
+}
+
+/* One connection: one request. Returns 1 when the session must end. */
+static int serve(int fd, struct shim_sandbox *sb, const char *cid)
+{
+    cJSON *req = NULL, *ans;
+    const char *op, *code;
+    int end = 0;
+
+    if (shim_proto_recv(fd, &req, 10000) < 0)
+        return 0;
+    op = cJSON_GetStringValue(cJSON_GetObjectItem(req, "op"));
+    code = cJSON_GetStringValue(cJSON_GetObjectItem(req, "code"));
+    if (op && !strcmp(op, "exec") && code) {
+        struct shim_exec_result r;
+        if (shim_sandbox_exec(sb, code, strlen(code), &r) == 0) {
+            ans = shim_proto_result_to_json(&r);
+            shim_exec_result_free(&r);
+        } else {
+            ans = cJSON_CreateObject();
+            cJSON_AddNumberToObject(ans, "status", SHIM_EXEC_FAILED);
+            cJSON_AddStringToObject(ans, "logs", "Error: the session's sandbox failed.");
+        }
+    } else {
+        ans = cJSON_CreateObject();
+        end = op && !strcmp(op, "close");
+    }
+    cJSON_AddTrueToObject(ans, "ok");
+    cJSON_AddStringToObject(ans, "container_id", cid);
+    shim_proto_send(fd, ans, 10000);
+    cJSON_Delete(ans);
+    cJSON_Delete(req);
+    return end;
+}
+
+int main(int argc, char **argv)
+{
+    const struct shim_config *cfg;
+    struct shim_sandbox *sb = NULL;
+    struct sigaction sa;
+    int ready[2], lfd;
+    char cid[64] = "", pidtxt[32], c;
+    const char *dir;
+    long long last;
+    pid_t pid;
+
+    if (argc != 2 || argv[1][0] != '/') {
+        fprintf(stderr, "usage: %s /path/to/session-dir (started by libcodeshim)\n", argv[0]);
+        return 2;
+    }
+    dir = argv[1];
+    if (pipe(ready) < 0)
+        return 1;
+    pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid > 0) { /* the first process: report readiness, then go */
+        close(ready[1]);
+        return read(ready[0], &c, 1) == 1 && c == 'R' ? 0 : 1;
+    }
+    close(ready[0]);
+    setsid();
+    umask(077);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    cfg = shim_config();
+    if (shim_sandbox_open(cfg, &sb) < 0)
+        return 1;
+    snprintf(cid, sizeof(cid), "%s", shim_sandbox_container_id(sb));
+    write_file(dir, "cntr", cid);
+    snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
+    write_file(dir, "pid", pidtxt);
+    lfd = listen_on(dir);
+    if (lfd < 0) {
+        shim_sandbox_close(sb);
+        cleanup(dir, cid);
+        return 1;
+    }
+    if (write(ready[1], "R", 1) != 1)
+        LOG_WARN("readiness pipe closed");
+    close(ready[1]);
+    LOG_INFO("session %s up, idle limit %d s", cid, cfg->session_ttl_s);
+    last = now_s();
+    while (!stop) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        long long left = last + cfg->session_ttl_s - now_s();
+        int fd, rc;
+        if (left <= 0)
+            break;
+        rc = poll(&p, 1, left > 3600 ? 3600000 : (int)left * 1000);
+        if (rc <= 0)
+            continue;
+        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        rc = serve(fd, sb, cid);
+        close(fd);
+        last = now_s();
+        utimensat(AT_FDCWD, dir, NULL, 0);
+        if (rc)
+            break;
+    }
+    LOG_INFO("session %s ends", cid);
+    close(lfd);
+    shim_sandbox_close(sb);
+    cleanup(dir, cid);
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* session.h - which sandbox a request's code runs in.
+ *
+ * A box is either a private sandbox for one request (closed when the
+ * request ends) or a session's sandbox, which keeps its state across
+ * requests and program runs. A session is owned by codeshim-sessiond, a
+ * small supervisor process started detached from the program, reachable
+ * through a Unix socket in a private runtime directory, that exits by
+ * itself after CODESHIM_SESSION_TTL idle seconds. Each execution is one
+ * connection, and the supervisor serves one connection at a time, so two
+ * programs sharing a session have their executions serialised.
+ *
+ * Session key = (identity, session id); identity = SHA-256 of the bearer
+ * API key the program sent (never the key itself), or "anonymous" with no
+ * key, which cannot collide with a hash. On disk:
+ *   <runtime>/<identity hash>/<session hash>/   supervisor's dir (sock, pid)
+ *   <runtime>/<identity hash>/c-<hash of container id>  -> session hash
+ * Names are hashes: they reveal neither keys nor session ids. The runtime
+ * directory must be owned by the user with mode 0700, else sessions are
+ * refused (and each request gets a private sandbox). Each identity holds
+ * at most CODESHIM_SESSION_CAP live sessions; opening one more closes the
+ * least recently used. */
+#ifndef SHIM_SESSION_H
+#define SHIM_SESSION_H
+
+#include "sandbox.h"
+
+#include <stddef.h>
+
+struct shim_config;
+struct shim_box;
+
+struct shim_box_req {
+    const char *api_key;     /* borrowed, hashed at once, never kept */
+    const char *session_id;  /* metadata.session_id, or NULL */
+    const char *const *containers; /* container ids the request refers to */
+    size_t ncontainers;
+};
+
+/* Opens the box for a request. 0 or -errno. */
+int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
+                  struct shim_box **out);
+/* Runs code; same contract as shim_sandbox_exec. A session whose
+ * supervisor is gone is started afresh (and the note says so). */
+int shim_box_exec(struct shim_box *b, const char *code, size_t len,
+                  struct shim_exec_result *out);
+const char *shim_box_container_id(const struct shim_box *b);
+/* A note for the model, once: earlier state is gone (NULL if none). */
+const char *shim_box_take_note(struct shim_box *b);
+void shim_box_close(struct shim_box *b);
+
+/* Pure helpers, for tests: the identity name for a key (NULL: none), and
+ * a session's directory name. out must hold 65 bytes. */
+void shim_session_identity(const char *api_key, char out[65]);
+void shim_session_name(const char *identity, const char *session_id, char out[65]);
+
+#endif

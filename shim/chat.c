@@ -13,95 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char tool_description[] =
-    "Run Python 3 code in a stateful, Jupyter-notebook-like sandbox. "
-    "Variables, imports and files persist between calls. The working "
-    "directory is /mnt/data. The result shows stdout and stderr, the value "
-    "of the last expression, or the traceback of an exception. The sandbox "
-    "has no internet access.";
-
-static cJSON *function_tool(const char *name)
-{
-    cJSON *t = cJSON_CreateObject(), *fn, *params, *props, *code, *req;
-
-    cJSON_AddStringToObject(t, "type", "function");
-    fn = cJSON_AddObjectToObject(t, "function");
-    cJSON_AddStringToObject(fn, "name", name);
-    cJSON_AddStringToObject(fn, "description", tool_description);
-    params = cJSON_AddObjectToObject(fn, "parameters");
-    cJSON_AddStringToObject(params, "type", "object");
-    props = cJSON_AddObjectToObject(params, "properties");
-    code = cJSON_AddObjectToObject(props, "code");
-    cJSON_AddStringToObject(code, "type", "string");
-    cJSON_AddStringToObject(code, "description", "The Python code to run.");
-    req = cJSON_AddArrayToObject(params, "required");
-    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
-    return t;
-}
-
-static int is_ci(const cJSON *o)
-{
-    const char *type = shim_json_str(o, "type");
-    const char *name = shim_json_str(o, "name");
-    const char *fname = shim_json_str(cJSON_GetObjectItemCaseSensitive(o, "function"), "name");
-    return (type && !strcmp(type, "code_interpreter")) ||
-           (name && !strcmp(name, "code_interpreter")) ||
-           (fname && !strcmp(fname, "code_interpreter"));
-}
-
-static cJSON *forced_function(const char *name)
-{
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "function");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "name", name);
-    return c;
-}
-
-static void rewrite_choice(cJSON *up, struct shim_conv *cv)
-{
-    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
-    const char *type;
-
-    if (cJSON_IsString(tc)) {
-        cv->forced_choice = !strcmp(tc->valuestring, "required");
-        return;
-    }
-    if (!cJSON_IsObject(tc))
-        return;
-    type = shim_json_str(tc, "type");
-    if (is_ci(tc)) {
-        shim_json_set(up, "tool_choice", forced_function(cv->tool_name));
-        cv->forced_choice = 1;
-    } else if (type && !strcmp(type, "allowed_tools")) {
-        cJSON *at = cJSON_GetObjectItemCaseSensitive(tc, "allowed_tools");
-        cJSON *tools = cJSON_GetObjectItemCaseSensitive(at, "tools"), *t;
-        const char *mode = shim_json_str(at, "mode");
-        cJSON_ArrayForEach(t, tools)
-        {
-            if (is_ci(t)) {
-                cJSON *f = forced_function(cv->tool_name);
-                cJSON_ReplaceItemViaPointer(tools, t, f);
-                t = f;
-            }
-        }
-        cv->forced_choice = mode && !strcmp(mode, "required");
-    } else {
-        cv->forced_choice = 1;
-    }
-}
-
-static void relax_choice(cJSON *up)
-{
-    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
-    const char *type = shim_json_str(tc, "type");
-
-    if (type && !strcmp(type, "allowed_tools"))
-        shim_json_set(cJSON_GetObjectItemCaseSensitive(tc, "allowed_tools"), "mode",
-                      cJSON_CreateString("auto"));
-    else if (tc)
-        shim_json_set(up, "tool_choice", cJSON_CreateString("auto"));
-}
-
 static cJSON *c_prepare(const cJSON *req, struct shim_conv *cv)
 {
     cJSON *up = cJSON_Duplicate(req, 1), *tools, *nt, *t, *so;
@@ -114,15 +25,15 @@ static cJSON *c_prepare(const cJSON *req, struct shim_conv *cv)
     nt = cJSON_CreateArray();
     cJSON_ArrayForEach(t, tools)
     {
-        if (is_ci(t)) {
+        if (shim_conv_is_ci(t)) {
             if (!inserted++)
-                cJSON_AddItemToArray(nt, function_tool(cv->tool_name));
+                cJSON_AddItemToArray(nt, shim_conv_code_tool(cv->tool_name, 1));
         } else {
             cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
         }
     }
     shim_json_set(up, "tools", nt);
-    rewrite_choice(up, cv);
+    shim_conv_rewrite_choice(up, cv, 1);
     cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
     so = cJSON_GetObjectItemCaseSensitive(up, "stream_options");
     cv->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
@@ -145,30 +56,6 @@ static int is_internal(const cJSON *tc, const struct shim_conv *cv)
     return name && !strcmp(name, cv->tool_name);
 }
 
-static void sum_usage(struct shim_conv *cv, const cJSON *usage)
-{
-    static const char *const top[] = {"prompt_tokens", "completion_tokens", "total_tokens"};
-    cJSON *pd, *cd;
-    size_t i;
-
-    if (!cJSON_IsObject(usage))
-        return;
-    if (!cv->usage)
-        cv->usage = cJSON_CreateObject();
-    for (i = 0; i < 3; i++)
-        shim_json_add_int(cv->usage, usage, top[i]);
-    pd = cJSON_GetObjectItemCaseSensitive(cv->usage, "prompt_tokens_details");
-    if (!pd)
-        pd = cJSON_AddObjectToObject(cv->usage, "prompt_tokens_details");
-    cd = cJSON_GetObjectItemCaseSensitive(cv->usage, "completion_tokens_details");
-    if (!cd)
-        cd = cJSON_AddObjectToObject(cv->usage, "completion_tokens_details");
-    shim_json_add_int(pd, cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens_details"),
-                      "cached_tokens");
-    shim_json_add_int(cd, cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens_details"),
-                      "reasoning_tokens");
-}
-
 static int c_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **calls,
                   size_t *n, int *foreign)
 {
@@ -182,7 +69,7 @@ static int c_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
     if (!cJSON_IsObject(reply) || !cJSON_IsObject(msg))
         return -EPROTO;
     cv->nreplies++;
-    sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
+    shim_conv_sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
     cap = (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"));
     if (cap) {
         v = calloc(cap, sizeof(*v));
@@ -216,17 +103,6 @@ static int c_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
     return 0;
 }
 
-static const struct shim_call *find_call(const char *id, const struct shim_call *calls,
-                                         size_t n)
-{
-    size_t i;
-
-    for (i = 0; id && i < n; i++)
-        if (calls[i].call_id && !strcmp(calls[i].call_id, id))
-            return &calls[i];
-    return NULL;
-}
-
 static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *calls,
                      size_t n, struct shim_conv *cv)
 {
@@ -251,7 +127,7 @@ static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
         cJSON *t, *fn;
         if (!is_internal(tc, cv))
             continue;
-        c = find_call(shim_json_str(tc, "id"), calls, n);
+        c = shim_conv_find_call(shim_json_str(tc, "id"), calls, n);
         if (!c || !(c->executed || c->skipped))
             continue;
         t = cJSON_CreateObject();
@@ -274,7 +150,7 @@ static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
         cJSON_AddItemToArray(msgs, tm);
     }
     if (cv->forced_choice)
-        relax_choice(up);
+        shim_conv_relax_choice(up, 1);
     return 0;
 }
 

@@ -163,3 +163,145 @@ const char *shim_conv_session_id(const cJSON *req)
     const char *s = shim_json_str(cJSON_GetObjectItemCaseSensitive(req, "metadata"), "session_id");
     return s && *s ? s : NULL;
 }
+
+static const char tool_description[] =
+    "Run Python 3 code in a stateful, Jupyter-notebook-like sandbox. "
+    "Variables, imports and files persist between calls. The working "
+    "directory is /mnt/data. The result shows stdout and stderr, the value "
+    "of the last expression, or the traceback of an exception. The sandbox "
+    "has no internet access.";
+
+cJSON *shim_conv_code_tool(const char *name, int chat)
+{
+    cJSON *t = cJSON_CreateObject(), *fn, *params, *props, *code, *req;
+
+    cJSON_AddStringToObject(t, "type", "function");
+    fn = chat ? cJSON_AddObjectToObject(t, "function") : t;
+    cJSON_AddStringToObject(fn, "name", name);
+    cJSON_AddStringToObject(fn, "description", tool_description);
+    params = cJSON_AddObjectToObject(fn, "parameters");
+    cJSON_AddStringToObject(params, "type", "object");
+    props = cJSON_AddObjectToObject(params, "properties");
+    code = cJSON_AddObjectToObject(props, "code");
+    cJSON_AddStringToObject(code, "type", "string");
+    cJSON_AddStringToObject(code, "description", "The Python code to run.");
+    req = cJSON_AddArrayToObject(params, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+    cJSON_AddFalseToObject(params, "additionalProperties");
+    if (!chat)
+        cJSON_AddFalseToObject(t, "strict");
+    return t;
+}
+
+int shim_conv_is_ci(const cJSON *o)
+{
+    const char *type = shim_json_str(o, "type");
+    const char *name = shim_json_str(o, "name");
+    const char *fname = shim_json_str(cJSON_GetObjectItemCaseSensitive(o, "function"), "name");
+    return (type && !strcmp(type, "code_interpreter")) ||
+           (name && !strcmp(name, "code_interpreter")) ||
+           (fname && !strcmp(fname, "code_interpreter"));
+}
+
+/* {"type":"function","name":N} (Responses) or
+ * {"type":"function","function":{"name":N}} (Chat). */
+static cJSON *forced_function(const char *name, int chat)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", "function");
+    cJSON_AddStringToObject(chat ? cJSON_AddObjectToObject(c, "function") : c, "name", name);
+    return c;
+}
+
+/* The allowed_tools body: Chat nests it under "allowed_tools". */
+static cJSON *allowed_tools_of(cJSON *tc, int chat)
+{
+    return chat ? cJSON_GetObjectItemCaseSensitive(tc, "allowed_tools") : tc;
+}
+
+void shim_conv_rewrite_choice(cJSON *up, struct shim_conv *cv, int chat)
+{
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
+    const char *type;
+
+    if (cJSON_IsString(tc)) {
+        cv->forced_choice = !strcmp(tc->valuestring, "required");
+        return;
+    }
+    if (!cJSON_IsObject(tc))
+        return;
+    type = shim_json_str(tc, "type");
+    if (shim_conv_is_ci(tc)) {
+        shim_json_set(up, "tool_choice", forced_function(cv->tool_name, chat));
+        cv->forced_choice = 1;
+    } else if (type && !strcmp(type, "allowed_tools")) {
+        cJSON *at = allowed_tools_of(tc, chat);
+        cJSON *tools = cJSON_GetObjectItemCaseSensitive(at, "tools"), *t;
+        const char *mode = shim_json_str(at, "mode");
+        cJSON_ArrayForEach(t, tools)
+        {
+            if (shim_conv_is_ci(t)) {
+                cJSON *f = forced_function(cv->tool_name, chat);
+                cJSON_ReplaceItemViaPointer(tools, t, f);
+                t = f;
+            }
+        }
+        cv->forced_choice = mode && !strcmp(mode, "required");
+    } else {
+        cv->forced_choice = 1; /* a named tool */
+    }
+}
+
+void shim_conv_relax_choice(cJSON *up, int chat)
+{
+    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
+    const char *type = shim_json_str(tc, "type");
+
+    if (type && !strcmp(type, "allowed_tools"))
+        shim_json_set(allowed_tools_of(tc, chat), "mode", cJSON_CreateString("auto"));
+    else if (tc)
+        shim_json_set(up, "tool_choice", cJSON_CreateString("auto"));
+}
+
+const struct shim_call *shim_conv_find_call(const char *call_id,
+                                            const struct shim_call *calls, size_t n)
+{
+    size_t i;
+
+    for (i = 0; call_id && i < n; i++)
+        if (calls[i].call_id && !strcmp(calls[i].call_id, call_id))
+            return &calls[i];
+    return NULL;
+}
+
+/* dst[k] += src[k] for every number, recursing into objects. */
+static void add_numbers(cJSON *dst, const cJSON *src)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, src)
+    {
+        cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, it->string);
+        if (!it->string)
+            continue;
+        if (cJSON_IsNumber(it)) {
+            double sum = (cJSON_IsNumber(d) ? d->valuedouble : 0) + it->valuedouble;
+            shim_json_set(dst, it->string, cJSON_CreateNumber(sum));
+        } else if (cJSON_IsObject(it)) {
+            if (!cJSON_IsObject(d)) {
+                d = cJSON_CreateObject();
+                shim_json_set(dst, it->string, d);
+            }
+            add_numbers(d, it);
+        }
+    }
+}
+
+void shim_conv_sum_usage(struct shim_conv *cv, const cJSON *usage)
+{
+    if (!cJSON_IsObject(usage))
+        return;
+    if (!cv->usage)
+        cv->usage = cJSON_CreateObject();
+    add_numbers(cv->usage, usage);
+}

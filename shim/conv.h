@@ -73,7 +73,22 @@ cJSON *shim_responses_ci_item(const struct shim_call *c);
  * "parameters" and "strict", code_interpreter a "container" (caller owns). */
 cJSON *shim_responses_echo_tools(const cJSON *req);
 
-/* Shared helpers (conv.c). */
+/* Shared helpers (conv.c); chat selects the Chat Completions shapes. */
+/* The function tool codeshim offers in place of code_interpreter. */
+cJSON *shim_conv_code_tool(const char *name, int chat);
+/* Rewrites tool_choice in place for the first call (a choice forcing the
+ * code interpreter forces codeshim's function) and notes in cv whether it
+ * forces a call at all. */
+void shim_conv_rewrite_choice(cJSON *up, struct shim_conv *cv, int chat);
+/* Follow-up turns never force a call: that would loop to the cap. */
+void shim_conv_relax_choice(cJSON *up, int chat);
+/* Whether a tool or tool_choice entry names the code interpreter. */
+int shim_conv_is_ci(const cJSON *o);
+/* The call with this call id, or NULL. */
+const struct shim_call *shim_conv_find_call(const char *call_id,
+                                            const struct shim_call *calls, size_t n);
+/* Adds every number of usage (and of its detail objects) into cv->usage. */
+void shim_conv_sum_usage(struct shim_conv *cv, const cJSON *usage);
 /* Picks a tool name that none of the program's tools uses. */
 void shim_conv_pick_tool_name(const cJSON *tools, int chat, char *out, size_t outsz);
 /* Parses {"code": "..."} arguments; NULL (and *why) when unusable. */

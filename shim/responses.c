@@ -19,94 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char tool_description[] =
-    "Run Python 3 code in a stateful, Jupyter-notebook-like sandbox. "
-    "Variables, imports and files persist between calls. The working "
-    "directory is /mnt/data. The result shows stdout and stderr, the value "
-    "of the last expression, or the traceback of an exception. The sandbox "
-    "has no internet access.";
-
-static cJSON *function_tool(const char *name)
-{
-    cJSON *t = cJSON_CreateObject(), *params, *props, *code, *req;
-
-    cJSON_AddStringToObject(t, "type", "function");
-    cJSON_AddStringToObject(t, "name", name);
-    cJSON_AddStringToObject(t, "description", tool_description);
-    params = cJSON_AddObjectToObject(t, "parameters");
-    cJSON_AddStringToObject(params, "type", "object");
-    props = cJSON_AddObjectToObject(params, "properties");
-    code = cJSON_AddObjectToObject(props, "code");
-    cJSON_AddStringToObject(code, "type", "string");
-    cJSON_AddStringToObject(code, "description", "The Python code to run.");
-    req = cJSON_AddArrayToObject(params, "required");
-    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
-    cJSON_AddFalseToObject(params, "additionalProperties");
-    cJSON_AddFalseToObject(t, "strict");
-    return t;
-}
-
-static int is_ci_type(const cJSON *o)
-{
-    const char *type = shim_json_str(o, "type");
-    const char *name = shim_json_str(o, "name");
-    return (type && !strcmp(type, "code_interpreter")) ||
-           (name && !strcmp(name, "code_interpreter"));
-}
-
-static cJSON *forced_function(const char *name)
-{
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "function");
-    cJSON_AddStringToObject(c, "name", name);
-    return c;
-}
-
-/* Rewrites tool_choice in place; notes whether it forces a call. */
-static void rewrite_choice(cJSON *up, struct shim_conv *cv)
-{
-    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
-    const char *type;
-
-    if (cJSON_IsString(tc)) {
-        cv->forced_choice = !strcmp(tc->valuestring, "required");
-        return;
-    }
-    if (!cJSON_IsObject(tc))
-        return;
-    type = shim_json_str(tc, "type");
-    if (is_ci_type(tc)) {
-        shim_json_set(up, "tool_choice", forced_function(cv->tool_name));
-        cv->forced_choice = 1;
-    } else if (type && !strcmp(type, "allowed_tools")) {
-        cJSON *tools = cJSON_GetObjectItemCaseSensitive(tc, "tools"), *t;
-        const char *mode = shim_json_str(tc, "mode");
-        cJSON_ArrayForEach(t, tools)
-        {
-            if (is_ci_type(t)) {
-                cJSON *f = forced_function(cv->tool_name);
-                cJSON_ReplaceItemViaPointer(tools, t, f);
-                t = f;
-            }
-        }
-        cv->forced_choice = mode && !strcmp(mode, "required");
-    } else {
-        cv->forced_choice = 1; /* a named tool */
-    }
-}
-
-/* Follow-up turns never force a call: that would loop to the cap. */
-static void relax_choice(cJSON *up)
-{
-    cJSON *tc = cJSON_GetObjectItemCaseSensitive(up, "tool_choice");
-    const char *type = shim_json_str(tc, "type");
-
-    if (type && !strcmp(type, "allowed_tools"))
-        shim_json_set(tc, "mode", cJSON_CreateString("auto"));
-    else if (tc)
-        shim_json_set(up, "tool_choice", cJSON_CreateString("auto"));
-}
-
 static void drop_include_outputs(cJSON *up)
 {
     cJSON *inc = cJSON_GetObjectItemCaseSensitive(up, "include"), *it, *next;
@@ -206,15 +118,15 @@ static cJSON *r_prepare(const cJSON *req, struct shim_conv *cv)
     nt = cJSON_CreateArray();
     cJSON_ArrayForEach(t, tools)
     {
-        if (is_ci_type(t)) {
+        if (shim_conv_is_ci(t)) {
             if (!inserted++)
-                cJSON_AddItemToArray(nt, function_tool(cv->tool_name));
+                cJSON_AddItemToArray(nt, shim_conv_code_tool(cv->tool_name, 0));
         } else {
             cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
         }
     }
     shim_json_set(up, "tools", nt);
-    rewrite_choice(up, cv);
+    shim_conv_rewrite_choice(up, cv, 0);
     drop_include_outputs(up);
     cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
     cJSON_DeleteItemFromObjectCaseSensitive(up, "stream");
@@ -223,32 +135,6 @@ static cJSON *r_prepare(const cJSON *req, struct shim_conv *cv)
     convert_history(up, cv->tool_name);
     cv->visible = cJSON_CreateArray();
     return up;
-}
-
-static void sum_usage(struct shim_conv *cv, const cJSON *usage)
-{
-    static const char *const top[] = {"input_tokens", "output_tokens", "total_tokens"};
-    cJSON *id, *od;
-    size_t i;
-
-    if (!cJSON_IsObject(usage))
-        return;
-    if (!cv->usage)
-        cv->usage = cJSON_CreateObject();
-    for (i = 0; i < 3; i++)
-        shim_json_add_int(cv->usage, usage, top[i]);
-    id = cJSON_GetObjectItemCaseSensitive(cv->usage, "input_tokens_details");
-    if (!id)
-        id = cJSON_AddObjectToObject(cv->usage, "input_tokens_details");
-    od = cJSON_GetObjectItemCaseSensitive(cv->usage, "output_tokens_details");
-    if (!od)
-        od = cJSON_AddObjectToObject(cv->usage, "output_tokens_details");
-    shim_json_add_int(id, cJSON_GetObjectItemCaseSensitive(usage, "input_tokens_details"),
-                      "cached_tokens");
-    shim_json_add_int(id, cJSON_GetObjectItemCaseSensitive(usage, "input_tokens_details"),
-                      "cache_write_tokens");
-    shim_json_add_int(od, cJSON_GetObjectItemCaseSensitive(usage, "output_tokens_details"),
-                      "reasoning_tokens");
 }
 
 static int is_internal_call(const cJSON *item, const struct shim_conv *cv)
@@ -272,7 +158,7 @@ static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
     if (!cJSON_IsObject(reply) || !cJSON_IsArray(output))
         return -EPROTO;
     cv->nreplies++;
-    sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
+    shim_conv_sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
     cJSON_ArrayForEach(it, output)
     {
         const char *type = shim_json_str(it, "type");
@@ -312,17 +198,6 @@ nomem:
         shim_call_free(&v[--k]);
     free(v);
     return -ENOMEM;
-}
-
-static const struct shim_call *find_call(const char *call_id, const struct shim_call *calls,
-                                         size_t n)
-{
-    size_t i;
-
-    for (i = 0; call_id && i < n; i++)
-        if (calls[i].call_id && !strcmp(calls[i].call_id, call_id))
-            return &calls[i];
-    return NULL;
 }
 
 cJSON *shim_responses_ci_item(const struct shim_call *c)
@@ -370,7 +245,7 @@ static void add_visible(const cJSON *reply, const struct shim_call *calls, size_
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "output"))
     {
         if (is_internal_call(it, cv)) {
-            const struct shim_call *c = find_call(shim_json_str(it, "call_id"), calls, n);
+            const struct shim_call *c = shim_conv_find_call(shim_json_str(it, "call_id"), calls, n);
             if (c && c->executed)
                 cJSON_AddItemToArray(cv->visible, shim_responses_ci_item(c));
         } else {
@@ -410,7 +285,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     {
         const char *type = shim_json_str(it, "type");
         if (is_internal_call(it, cv)) {
-            const struct shim_call *c = find_call(shim_json_str(it, "call_id"), calls, n);
+            const struct shim_call *c = shim_conv_find_call(shim_json_str(it, "call_id"), calls, n);
             cJSON *fc;
             if (!c || !(c->executed || c->skipped))
                 continue;
@@ -438,7 +313,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
         cJSON_AddItemToArray(input, o);
     }
     if (cv->forced_choice)
-        relax_choice(up);
+        shim_conv_relax_choice(up, 0);
     add_visible(reply, calls, n, cv);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* loop.c - see loop.h. */
 #include "loop.h"
 
+#include "chain.h"
 #include "config.h"
 #include "conv.h"
 #include "deliver.h"
@@ -263,6 +264,36 @@ static CURLcode fail_stream(struct run *r, const char *code, const char *message
     return shim_sink_end(&r->sink);
 }
 
+/* What a later request continuing from this answer (previous_response_id)
+ * will need: see chain.h. Responses only, and only when stored upstream. */
+static void remember(struct run *r, const cJSON *reply, const struct shim_call *calls,
+                     size_t n, int foreign)
+{
+    const char *up_id = shim_json_str(reply, "id");
+    const char *ans_id = r->streaming ? r->st.id : up_id;
+    cJSON *owed = cJSON_CreateArray();
+    size_t i;
+
+    if (r->kind != SHIM_API_RESPONSES || !up_id || !ans_id ||
+        cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r->req, "store"))) {
+        cJSON_Delete(owed);
+        return;
+    }
+    for (i = 0; foreign && i < n; i++) {
+        cJSON *o;
+        if (!(calls[i].executed || calls[i].skipped))
+            continue;
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", "function_call_output");
+        cJSON_AddStringToObject(o, "call_id", calls[i].call_id);
+        cJSON_AddStringToObject(o, "output", calls[i].output ? calls[i].output : "");
+        cJSON_AddItemToArray(owed, o);
+    }
+    if (strcmp(ans_id, up_id) || owed->child)
+        shim_chain_save(r->cfg, api_key_of(r->v->headers), ans_id, up_id, owed);
+    cJSON_Delete(owed);
+}
+
 static void free_calls(struct shim_call *calls, size_t n)
 {
     while (n)
@@ -350,6 +381,8 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
         return 1;
     } else if (n == 0 || capped || r->capped || foreign) {
         answer = r->ops->finish(r->req, reply, calls, n, &r->cv, capped || r->capped);
+        if (answer)
+            remember(r, reply, calls, n, foreign);
         if (!answer)
             *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory")
                                : oom(r);
@@ -427,6 +460,8 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     r.cv.max_exec = exec_cap(r.cfg, req);
     shim_sink_init(&r.sink, h, v, t0);
     up = r.ops->prepare(req, &r.cv);
+    if (up && kind == SHIM_API_RESPONSES)
+        shim_chain_apply(r.cfg, api_key_of(v->headers), up);
     if (!up || shim_upstream_open(api, h, v, kind, &u) < 0) {
         rc = oom(&r);
         goto out;

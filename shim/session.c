@@ -10,7 +10,7 @@
 #include "log.h"
 #include "proto.h"
 #include "real.h"
-#include "sha256.h"
+#include "store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,77 +41,26 @@ struct shim_box {
     char note[512];
 };
 
-/* out = a "/" b; -ENAMETOOLONG (out empty) when it does not fit. */
-static int join(char *out, size_t n, const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-
-    if (la + 1 + lb + 1 > n) {
-        out[0] = '\0';
-        return -ENAMETOOLONG;
-    }
-    memcpy(out, a, la);
-    out[la] = '/';
-    memcpy(out + la + 1, b, lb + 1);
-    return 0;
-}
-
 /* ---------------- names ---------------- */
-
-static void hash_name(const char *tag, const char *a, const char *b, char out[65])
-{
-    struct shim_sha256 s;
-    unsigned char d[32];
-    int i;
-
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    if (b)
-        shim_sha256_update(&s, b, strlen(b));
-    shim_sha256_final(&s, d);
-    for (i = 0; i < NAME_HEX / 2; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
 
 void shim_session_identity(const char *api_key, char out[65])
 {
     if (!api_key || !*api_key)
         snprintf(out, 65, "anonymous"); /* not hex: never equals a hash */
     else
-        hash_name("codeshim-identity-v1", api_key, NULL, out);
+        shim_store_hash("codeshim-identity-v1", api_key, NULL, out);
 }
 
 void shim_session_name(const char *identity, const char *session_id, char out[65])
 {
-    hash_name("codeshim-session-v1", identity, session_id, out);
+    shim_store_hash("codeshim-session-v1", identity, session_id, out);
 }
 
 static void container_file(const struct shim_box *b, const char *cid, char *out, size_t n)
 {
     char h[68] = "c-";
-    hash_name("codeshim-container-v1", cid, NULL, h + 2);
-    join(out, n, b->iddir, h);
-}
-
-/* ---------------- the private runtime directory ---------------- */
-
-/* Creates path 0700 if needed and accepts it only when it is a real
- * directory owned by this user that nobody else can enter. */
-static int private_dir(const char *path)
-{
-    struct stat st;
-
-    if (mkdir(path, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    if (lstat(path, &st) < 0)
-        return -errno;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        LOG_WARN("%s is not a private directory of this user (mode %o, owner %ld): "
-                 "sessions are off", path, (unsigned)(st.st_mode & 07777), (long)st.st_uid);
-        return -EPERM;
-    }
-    return 0;
+    shim_store_hash("codeshim-container-v1", cid, NULL, h + 2);
+    shim_store_join(out, n, b->iddir, h);
 }
 
 /* ---------------- the supervisor's socket ---------------- */
@@ -156,37 +105,6 @@ static int alive(const char *dir)
     return 1;
 }
 
-static int read_small(const char *path, char *out, size_t n)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    ssize_t k;
-
-    if (fd < 0)
-        return -errno;
-    k = read(fd, out, n - 1);
-    close(fd);
-    if (k <= 0)
-        return -EIO;
-    out[k] = '\0';
-    out[strcspn(out, "\n")] = '\0';
-    return 0;
-}
-
-static void write_small(const char *path, const char *text)
-{
-    char tmp[SHIM_PATH_MAX + 16];
-    int fd;
-
-    if (strlen(path) > SHIM_PATH_MAX)
-        return;
-    snprintf(tmp, sizeof(tmp), "%.4096s.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return;
-    if (write(fd, text, strlen(text)) < 0 || close(fd) < 0 || rename(tmp, path) < 0)
-        unlink(tmp);
-}
-
 static void remove_dir(const char *dir)
 {
     static const char *const files[] = {"sock", "cntr", "pid"};
@@ -194,7 +112,7 @@ static void remove_dir(const char *dir)
     size_t i;
 
     for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (join(p, sizeof(p), dir, files[i]) == 0)
+        if (shim_store_join(p, sizeof(p), dir, files[i]) == 0)
             unlink(p);
     rmdir(dir);
 }
@@ -216,7 +134,7 @@ static void close_session(const char *dir, int timeout_ms)
         cJSON_Delete(ans);
         close(fd);
     }
-    if (!ok && join(p, sizeof(p), dir, "pid") == 0 && read_small(p, pidtxt, sizeof(pidtxt)) == 0) {
+    if (!ok && shim_store_join(p, sizeof(p), dir, "pid") == 0 && shim_store_read(p, pidtxt, sizeof(pidtxt), 1) == 0) {
         long pid = strtol(pidtxt, NULL, 10);
         if (pid > 1)
             kill((pid_t)pid, SIGTERM);
@@ -234,7 +152,7 @@ static void sessiond_path(const struct shim_config *cfg, char *out, size_t n)
         return;
     }
     shim_real_self_dir(dir, sizeof(dir));
-    join(out, n, dir[0] ? dir : ".", "codeshim-sessiond");
+    shim_store_join(out, n, dir[0] ? dir : ".", "codeshim-sessiond");
 }
 
 /* Starts codeshim-sessiond for dir; it daemonises and its first process
@@ -304,7 +222,7 @@ static int lock_identity(const char *iddir)
     char p[SHIM_PATH_MAX + 8];
     int fd, waited = 0;
 
-    if (join(p, sizeof(p), iddir, ".lock") < 0)
+    if (shim_store_join(p, sizeof(p), iddir, ".lock") < 0)
         return -ENAMETOOLONG;
     fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -347,7 +265,7 @@ static void make_room(const struct shim_config *cfg, const char *iddir, const ch
         struct stat st;
         if (!is_session_name(e->d_name) || !strcmp(e->d_name, keep))
             continue;
-        if (join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (shim_store_join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         if (!alive(p)) {
             remove_dir(p);
@@ -380,7 +298,7 @@ static int attach(struct shim_box *b, int *created)
     if (!alive(b->dir)) {
         remove_dir(b->dir);
         make_room(b->cfg, b->iddir, b->name);
-        if ((rc = private_dir(b->dir)) < 0)
+        if ((rc = shim_store_private_dir(b->dir)) < 0)
             return rc;
         if ((rc = spawn_supervisor(b->cfg, b->dir)) < 0) {
             remove_dir(b->dir);
@@ -388,12 +306,12 @@ static int attach(struct shim_box *b, int *created)
         }
         *created = 1;
     }
-    if ((rc = join(p, sizeof(p), b->dir, "cntr")) < 0 ||
-        (rc = read_small(p, b->cid, sizeof(b->cid))) < 0)
+    if ((rc = shim_store_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
+        (rc = shim_store_read(p, b->cid, sizeof(b->cid), 1)) < 0)
         return rc;
     container_file(b, b->cid, cf, sizeof(cf));
     if (*created)
-        write_small(cf, b->name);
+        shim_store_write(cf, b->name);
     return 0;
 }
 
@@ -403,10 +321,10 @@ static int find_container(struct shim_box *b, const char *cid)
     char cf[SHIM_PATH_MAX + 80], name[65];
 
     container_file(b, cid, cf, sizeof(cf));
-    if (read_small(cf, name, sizeof(name)) < 0 || !is_session_name(name))
+    if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !is_session_name(name))
         return 0;
     snprintf(b->name, sizeof(b->name), "%s", name);
-    return join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
+    return shim_store_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
 }
 
 static void expired_note(struct shim_box *b, const char *old)
@@ -453,10 +371,8 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
     b->cfg = cfg;
     *out = b;
     shim_session_identity(rq->api_key, id);
-    if (join(b->iddir, sizeof(b->iddir), cfg->runtime_dir, id) < 0 ||
-        (!rq->session_id && !rq->ncontainers))
-        return open_private(b, rq);
-    if (private_dir(cfg->runtime_dir) < 0 || private_dir(b->iddir) < 0)
+    if ((!rq->session_id && !rq->ncontainers) ||
+        shim_store_identity_dir(cfg, rq->api_key, b->iddir, sizeof(b->iddir)) < 0)
         return open_private(b, rq);
     lk = lock_identity(b->iddir);
     if (lk < 0) {
@@ -465,7 +381,7 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
     }
     if (rq->session_id) {
         shim_session_name(id, rq->session_id, b->name);
-        rc = join(b->dir, sizeof(b->dir), b->iddir, b->name);
+        rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);
     } else {

@@ -88,7 +88,9 @@ Model mode: the "model" (deterministic)
 * If a code tool exists, ``tool_choice`` is not ``"none"`` and k < number of
   blocks: answer a function call to N with arguments ``{"code": block[k]}``.
   If the user text contains ``[parallel]`` (and ``parallel_tool_calls`` is
-  not false), answer ALL remaining blocks as separate calls in one turn.
+  not false), answer ALL remaining blocks as separate calls in one turn;
+  with ``[call get_weather]`` too, the get_weather call (below) joins that
+  same turn (a turn mixing code with a program tool).
 * Else, if the user text contains ``[call get_weather]``, a function tool
   named ``get_weather`` is offered, ``tool_choice`` is not ``"none"`` and no
   get_weather call has been made since the last user message: call
@@ -198,7 +200,11 @@ def _decide(blocks, k, user_text, code_tool, tools_by_name, weather_called,
         rest = blocks[k:]
         if "[parallel]" not in user_text or not parallel_ok:
             rest = rest[:1]
-        return "calls", [(code_tool, {"code": b}) for b in rest]
+        calls = [(code_tool, {"code": b}) for b in rest]
+        if "[parallel]" in user_text and parallel_ok and "[call get_weather]" in user_text \
+                and "get_weather" in tools_by_name and not weather_called:
+            calls.append(("get_weather", {"city": "Paris"}))  # a mixed turn
+        return "calls", calls
     if "[call get_weather]" in user_text and "get_weather" in tools_by_name and \
             can_call and not weather_called:
         return "calls", [("get_weather", {"city": "Paris"})]

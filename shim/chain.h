@@ -1,0 +1,30 @@
+/* chain.h - continuing, by id, a conversation codeshim answered.
+ *
+ * OpenAI SDK programs continue with previous_response_id = the id of the
+ * answer they got. Two answers need help for that to work upstream: a
+ * stream (its id is the first upstream response's, as OpenAI keeps one id
+ * per stream, while the upstream's stored conversation ends at the last
+ * one), and a turn where the model called a program tool next to
+ * codeshim's tool (the upstream never got the output of codeshim's call).
+ * For those, the answer id is remembered with the upstream's last id and
+ * the outputs it still owes; a later request continuing from that id is
+ * rewritten to continue from the right response, with the owed outputs
+ * first. Entries live in the identity's private store directory as
+ * r-<hash of the answer id>, are readable only by the user, and are
+ * pruned after a day. */
+#ifndef SHIM_CHAIN_H
+#define SHIM_CHAIN_H
+
+#include <cjson/cJSON.h>
+
+struct shim_config;
+
+/* Remembers answer_id -> upstream_id + owed function_call_output items
+ * (outputs may be NULL). 0 or -errno; best effort. */
+int shim_chain_save(const struct shim_config *cfg, const char *api_key,
+                    const char *answer_id, const char *upstream_id, const cJSON *outputs);
+/* Rewrites the upstream request up when its previous_response_id is a
+ * remembered answer. Returns 1 when it did, 0 otherwise. */
+int shim_chain_apply(const struct shim_config *cfg, const char *api_key, cJSON *up);
+
+#endif

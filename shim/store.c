@@ -1,0 +1,124 @@
+/* store.c - see store.h. */
+#include "store.h"
+
+#include "config.h"
+#include "log.h"
+#include "session.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int shim_store_join(char *out, size_t n, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+
+    if (la + 1 + lb + 1 > n) {
+        out[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    memcpy(out, a, la);
+    out[la] = '/';
+    memcpy(out + la + 1, b, lb + 1);
+    return 0;
+}
+
+void shim_store_hash(const char *tag, const char *a, const char *b, char out[65])
+{
+    struct shim_sha256 s;
+    unsigned char d[32];
+    int i;
+
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, tag, strlen(tag) + 1);
+    shim_sha256_update(&s, a, strlen(a) + 1);
+    if (b)
+        shim_sha256_update(&s, b, strlen(b));
+    shim_sha256_final(&s, d);
+    for (i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+int shim_store_private_dir(const char *path)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    if (lstat(path, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        LOG_WARN("%s is not a private directory of this user (mode %o, owner %ld): "
+                 "sessions and continuity are off", path, (unsigned)(st.st_mode & 07777),
+                 (long)st.st_uid);
+        return -EPERM;
+    }
+    return 0;
+}
+
+int shim_store_identity_dir(const struct shim_config *cfg, const char *api_key,
+                            char *out, size_t n)
+{
+    char id[65];
+    int rc;
+
+    shim_session_identity(api_key, id);
+    if ((rc = shim_store_join(out, n, cfg->runtime_dir, id)) < 0)
+        return rc;
+    if ((rc = shim_store_private_dir(cfg->runtime_dir)) < 0)
+        return rc;
+    return shim_store_private_dir(out);
+}
+
+int shim_store_read(const char *path, char *out, size_t n, int first_line)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    size_t got = 0;
+    ssize_t k;
+
+    if (fd < 0)
+        return -errno;
+    while (got < n - 1 && (k = read(fd, out + got, n - 1 - got)) > 0)
+        got += (size_t)k;
+    if (got == n - 1) {
+        char extra;
+        if (read(fd, &extra, 1) == 1) { /* larger than the caller allows */
+            close(fd);
+            return -EFBIG;
+        }
+    }
+    close(fd);
+    if (!got)
+        return -EIO;
+    out[got] = '\0';
+    if (first_line)
+        out[strcspn(out, "\n")] = '\0';
+    return 0;
+}
+
+int shim_store_write(const char *path, const char *text)
+{
+    char tmp[SHIM_PATH_MAX + 32];
+    size_t n = strlen(text);
+    int fd, rc = 0;
+
+    if (strlen(path) > SHIM_PATH_MAX)
+        return -ENAMETOOLONG;
+    snprintf(tmp, sizeof(tmp), "%.4096s.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    if (write(fd, text, n) != (ssize_t)n)
+        rc = -EIO;
+    if (close(fd) < 0 && !rc)
+        rc = -EIO;
+    if (!rc && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc)
+        unlink(tmp);
+    return rc;
+}

@@ -1,0 +1,31 @@
+/* store.h - codeshim's private runtime directory, shared by sessions
+ * (session.c) and conversation continuity (chain.c).
+ *
+ * Everything lives under cfg->runtime_dir, per identity:
+ * <runtime>/<identity>/, where identity is a hash of the program's API
+ * key (session.h). Directories must be real directories owned by this
+ * user with mode 0700, else the store is refused; names are hashes; files
+ * are written atomically with mode 0600 and read with a size cap. */
+#ifndef SHIM_STORE_H
+#define SHIM_STORE_H
+
+#include <stddef.h>
+
+struct shim_config;
+
+/* out = a "/" b; -ENAMETOOLONG (out empty) when it does not fit. */
+int shim_store_join(char *out, size_t n, const char *a, const char *b);
+/* 32 hex digits of SHA-256 over tag, a and b (NUL-separated). */
+void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]);
+/* Creates path 0700 if needed; 0 only if it is private to this user. */
+int shim_store_private_dir(const char *path);
+/* The identity's directory for this key (created, checked). 0 or -errno. */
+int shim_store_identity_dir(const struct shim_config *cfg, const char *api_key,
+                            char *out, size_t n);
+/* Whole small file into out (NUL-terminated, first line only when
+ * first_line); 0 or -errno (-EFBIG past n-1 bytes). */
+int shim_store_read(const char *path, char *out, size_t n, int first_line);
+/* Writes text to path atomically (0600). 0 or -errno. */
+int shim_store_write(const char *path, const char *text);
+
+#endif

@@ -17,11 +17,11 @@
 #define ENTRY_MAX (16u << 20)
 #define ENTRY_TTL (24 * 3600)
 
-static int entry_path(const struct shim_config *cfg, const char *api_key, const char *id,
+static int entry_path(const struct shim_config *cfg, const char *identity, const char *id,
                       char *out, size_t n)
 {
     char dir[SHIM_PATH_MAX], h[68] = "r-";
-    int rc = shim_store_identity_dir(cfg, api_key, dir, sizeof(dir));
+    int rc = shim_store_identity_dir(cfg, identity, dir, sizeof(dir));
 
     if (rc < 0)
         return rc;
@@ -54,7 +54,7 @@ static void prune(const char *entry)
     closedir(d);
 }
 
-int shim_chain_save(const struct shim_config *cfg, const char *api_key,
+int shim_chain_save(const struct shim_config *cfg, const char *identity,
                     const char *answer_id, const char *upstream_id, const cJSON *outputs)
 {
     char path[SHIM_PATH_MAX + 80], *text;
@@ -63,7 +63,7 @@ int shim_chain_save(const struct shim_config *cfg, const char *api_key,
 
     if (!answer_id || !upstream_id)
         return -EINVAL;
-    if ((rc = entry_path(cfg, api_key, answer_id, path, sizeof(path))) < 0)
+    if ((rc = entry_path(cfg, identity, answer_id, path, sizeof(path))) < 0)
         return rc;
     doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "upstream_id", upstream_id);
@@ -79,14 +79,14 @@ int shim_chain_save(const struct shim_config *cfg, const char *api_key,
     return rc;
 }
 
-int shim_chain_apply(const struct shim_config *cfg, const char *api_key, cJSON *up)
+int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON *up)
 {
     const char *prev = shim_json_str(up, "previous_response_id"), *uid;
     char path[SHIM_PATH_MAX + 80], *text;
     cJSON *doc, *input, *outs, *it, *merged;
     int rc;
 
-    if (!prev || entry_path(cfg, api_key, prev, path, sizeof(path)) < 0)
+    if (!prev || entry_path(cfg, identity, prev, path, sizeof(path)) < 0)
         return 0;
     text = malloc(ENTRY_MAX);
     if (!text)

@@ -19,12 +19,13 @@
 
 struct shim_config;
 
+/* identity: shim_store_identity() of the request's API key. */
 /* Remembers answer_id -> upstream_id + owed function_call_output items
  * (outputs may be NULL). 0 or -errno; best effort. */
-int shim_chain_save(const struct shim_config *cfg, const char *api_key,
+int shim_chain_save(const struct shim_config *cfg, const char *identity,
                     const char *answer_id, const char *upstream_id, const cJSON *outputs);
 /* Rewrites the upstream request up when its previous_response_id is a
  * remembered answer. Returns 1 when it did, 0 otherwise. */
-int shim_chain_apply(const struct shim_config *cfg, const char *api_key, cJSON *up);
+int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON *up);
 
 #endif

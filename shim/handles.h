@@ -56,6 +56,7 @@ struct shim_handle_view {
     long failonerror;
     long include_header;
     char *errorbuffer;
+    char bearer_identity[65]; /* identity of CURLOPT_XOAUTH2_BEARER, or "" */
 };
 
 /* What a synthetic transfer answered; strings are copied in. */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "sandbox.h"
 #include "session.h"
+#include "store.h"
 #include "stream.h"
 #include "trace.h"
 #include "upstream.h"
@@ -34,6 +35,7 @@ struct run {
     int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
     char id[32]; /* request id in traces */
+    char identity[65]; /* whose sessions and continuations (store.h) */
 };
 
 /* a + b + c in a new string (NULL when out of memory). */
@@ -93,8 +95,8 @@ static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CUR
     shim_trace_emit(r->id, "upstream", f);
 }
 
-/* The API key the program sends (borrowed from its header list, valid
- * during perform); only ever hashed, into the session identity. */
+/* The API key the program sends in a header (borrowed from its header
+ * list, valid during perform). */
 static const char *api_key_of(const struct curl_slist *h)
 {
     for (; h; h = h->next) {
@@ -108,9 +110,23 @@ static const char *api_key_of(const struct curl_slist *h)
                 return d + 7 + strspn(d + 7, " \t");
         } else if (!strncasecmp(d, "api-key:", 8)) {
             return d + 8 + strspn(d + 8, " \t");
+        } else if (!strncasecmp(d, "x-api-key:", 10)) {
+            return d + 10 + strspn(d + 10, " \t");
         }
     }
     return NULL;
+}
+
+/* Who is asking: a hash of the key from the headers or from
+ * CURLOPT_XOAUTH2_BEARER (only ever hashed, never kept). */
+static void identify(struct run *r)
+{
+    const char *key = api_key_of(r->v->headers);
+
+    if (!key && r->v->bearer_identity[0])
+        memcpy(r->identity, r->v->bearer_identity, sizeof(r->identity));
+    else
+        shim_store_identity(key, r->identity);
 }
 
 /* The sandbox for this request: a session's, or a private one. */
@@ -120,7 +136,7 @@ static int open_box(struct run *r)
     struct shim_box_req rq;
 
     memset(&rq, 0, sizeof(rq));
-    rq.api_key = api_key_of(r->v->headers);
+    rq.identity = r->identity;
     rq.session_id = shim_conv_session_id(r->req);
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
@@ -290,7 +306,7 @@ static void remember(struct run *r, const cJSON *reply, const struct shim_call *
         cJSON_AddItemToArray(owed, o);
     }
     if (strcmp(ans_id, up_id) || owed->child)
-        shim_chain_save(r->cfg, api_key_of(r->v->headers), ans_id, up_id, owed);
+        shim_chain_save(r->cfg, r->identity, ans_id, up_id, owed);
     cJSON_Delete(owed);
 }
 
@@ -460,8 +476,9 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     r.cv.max_exec = exec_cap(r.cfg, req);
     shim_sink_init(&r.sink, h, v, t0);
     up = r.ops->prepare(req, &r.cv);
+    identify(&r);
     if (up && kind == SHIM_API_RESPONSES)
-        shim_chain_apply(r.cfg, api_key_of(v->headers), up);
+        shim_chain_apply(r.cfg, r.identity, up);
     if (!up || shim_upstream_open(api, h, v, kind, &u) < 0) {
         rc = oom(&r);
         goto out;

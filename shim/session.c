@@ -43,14 +43,6 @@ struct shim_box {
 
 /* ---------------- names ---------------- */
 
-void shim_session_identity(const char *api_key, char out[65])
-{
-    if (!api_key || !*api_key)
-        snprintf(out, 65, "anonymous"); /* not hex: never equals a hash */
-    else
-        shim_store_hash("codeshim-identity-v1", api_key, NULL, out);
-}
-
 void shim_session_name(const char *identity, const char *session_id, char out[65])
 {
     shim_store_hash("codeshim-session-v1", identity, session_id, out);
@@ -362,7 +354,6 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
                   struct shim_box **out)
 {
     struct shim_box *b = calloc(1, sizeof(*b));
-    char id[65];
     int lk, rc = 0, created = 0, found = 0;
     size_t i;
 
@@ -370,9 +361,8 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
         return -ENOMEM;
     b->cfg = cfg;
     *out = b;
-    shim_session_identity(rq->api_key, id);
     if ((!rq->session_id && !rq->ncontainers) ||
-        shim_store_identity_dir(cfg, rq->api_key, b->iddir, sizeof(b->iddir)) < 0)
+        shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
         return open_private(b, rq);
     lk = lock_identity(b->iddir);
     if (lk < 0) {
@@ -380,7 +370,7 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
         return open_private(b, rq);
     }
     if (rq->session_id) {
-        shim_session_name(id, rq->session_id, b->name);
+        shim_session_name(rq->identity, rq->session_id, b->name);
         rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);

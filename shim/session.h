@@ -9,9 +9,9 @@
  * connection, and the supervisor serves one connection at a time, so two
  * programs sharing a session have their executions serialised.
  *
- * Session key = (identity, session id); identity = SHA-256 of the bearer
- * API key the program sent (never the key itself), or "anonymous" with no
- * key, which cannot collide with a hash. On disk:
+ * Session key = (identity, session id); identity = SHA-256 of the API
+ * key the program sent (never the key itself), or "anonymous" with no
+ * key, which cannot collide with a hash (store.h). On disk:
  *   <runtime>/<identity hash>/<session hash>/   supervisor's dir (sock, pid)
  *   <runtime>/<identity hash>/c-<hash of container id>  -> session hash
  * Names are hashes: they reveal neither keys nor session ids. The runtime
@@ -30,7 +30,7 @@ struct shim_config;
 struct shim_box;
 
 struct shim_box_req {
-    const char *api_key;     /* borrowed, hashed at once, never kept */
+    const char *identity;    /* shim_store_identity() of the request's key */
     const char *session_id;  /* metadata.session_id, or NULL */
     const char *const *containers; /* container ids the request refers to */
     size_t ncontainers;
@@ -48,9 +48,7 @@ const char *shim_box_container_id(const struct shim_box *b);
 const char *shim_box_take_note(struct shim_box *b);
 void shim_box_close(struct shim_box *b);
 
-/* Pure helpers, for tests: the identity name for a key (NULL: none), and
- * a session's directory name. out must hold 65 bytes. */
-void shim_session_identity(const char *api_key, char out[65]);
+/* A session's directory name (pure; out must hold 65 bytes). */
 void shim_session_name(const char *identity, const char *session_id, char out[65]);
 
 #endif

@@ -3,7 +3,6 @@
 
 #include "config.h"
 #include "log.h"
-#include "session.h"
 #include "sha256.h"
 
 #include <errno.h>
@@ -43,6 +42,14 @@ void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+void shim_store_identity(const char *api_key, char out[65])
+{
+    if (!api_key || !*api_key)
+        snprintf(out, 65, "anonymous");
+    else
+        shim_store_hash("codeshim-identity-v1", api_key, NULL, out);
+}
+
 int shim_store_private_dir(const char *path)
 {
     struct stat st;
@@ -60,14 +67,12 @@ int shim_store_private_dir(const char *path)
     return 0;
 }
 
-int shim_store_identity_dir(const struct shim_config *cfg, const char *api_key,
+int shim_store_identity_dir(const struct shim_config *cfg, const char *identity,
                             char *out, size_t n)
 {
-    char id[65];
     int rc;
 
-    shim_session_identity(api_key, id);
-    if ((rc = shim_store_join(out, n, cfg->runtime_dir, id)) < 0)
+    if ((rc = shim_store_join(out, n, cfg->runtime_dir, identity)) < 0)
         return rc;
     if ((rc = shim_store_private_dir(cfg->runtime_dir)) < 0)
         return rc;

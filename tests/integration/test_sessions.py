@@ -241,3 +241,36 @@ def test_unsafe_runtime_dir_refused(fake, rt):
     r = ask(fake.url, "print(x)", rt=rt)
     assert "NameError" in logs(r)
     assert supervisors(rt) == []
+
+
+XOAUTH = r"""
+import io, json, sys, pycurl
+url, key, code = sys.argv[1], sys.argv[2], sys.argv[3]
+b = io.BytesIO()
+c = pycurl.Curl()
+c.setopt(c.URL, url + "/responses")
+c.setopt(c.HTTPAUTH, 1 << 6)  # CURLAUTH_BEARER (no pycurl constant in 7.45)
+c.setopt(c.XOAUTH2_BEARER, key)
+c.setopt(c.POSTFIELDS, json.dumps({"model": "m", "metadata": {"session_id": "s1"},
+    "input": "```python\n%s\n```" % code, "tools": [{"type": "code_interpreter"}]}))
+c.setopt(c.WRITEFUNCTION, b.write)
+c.perform()
+r = json.loads(b.getvalue())
+print("".join(o["logs"] for i in r["output"] if i["type"] == "code_interpreter_call"
+              for o in i["outputs"]), end="")
+"""
+
+
+def test_identity_from_xoauth2_bearer(fake, rt):
+    """A key given with CURLOPT_XOAUTH2_BEARER (not a header) separates
+    sessions too; the same key sent as a header reaches the same session."""
+    def via_option(key, code):
+        rc, out, err = run(["/usr/bin/python3", "-c", XOAUTH, fake.url, key, code],
+                           env={"CODESHIM_RUNTIME_DIR": rt})
+        assert rc == 0, err
+        return out.decode()
+    via_option("sk-carol", "x = 41")
+    assert via_option("sk-carol", "print(x + 1)") == "42\n"
+    assert "NameError" in via_option("sk-dave", "print(x + 1)")
+    assert logs(ask(fake.url, "print(x + 1)", key="sk-carol", rt=rt)) == "42\n"
+    assert fake.requests()[0]["headers"]["authorization"] == "Bearer sk-carol"

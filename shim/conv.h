@@ -69,6 +69,9 @@ extern const struct shim_api_ops shim_chat_ops;
 /* The code_interpreter_call item OpenAI's container would have produced
  * for c (caller owns). */
 cJSON *shim_responses_ci_item(const struct shim_call *c);
+/* The usage summed so far with every field the Response schema requires
+ * (zeros when no reply had usage); caller owns. */
+cJSON *shim_responses_usage(const struct shim_conv *cv);
 /* The program's tools as OpenAI echoes them: function tools always carry
  * "parameters" and "strict", code_interpreter a "container" (caller owns). */
 cJSON *shim_responses_echo_tools(const cJSON *req);

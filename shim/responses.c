@@ -318,23 +318,26 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     return 0;
 }
 
-static void complete_usage(cJSON *u)
+cJSON *shim_responses_usage(const struct shim_conv *cv)
 {
     static const char *const top[] = {"input_tokens", "output_tokens", "total_tokens"};
-    cJSON *d;
+    cJSON *u = cv->usage ? cJSON_Duplicate(cv->usage, 1) : cJSON_CreateObject(), *d;
     size_t i;
 
     for (i = 0; i < 3; i++)
         if (!cJSON_GetObjectItemCaseSensitive(u, top[i]))
             cJSON_AddNumberToObject(u, top[i], 0);
-    d = cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details");
+    if (!cJSON_IsObject(d = cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details")))
+        d = cJSON_AddObjectToObject(u, "input_tokens_details");
     if (!cJSON_GetObjectItemCaseSensitive(d, "cached_tokens"))
         cJSON_AddNumberToObject(d, "cached_tokens", 0);
     if (!cJSON_GetObjectItemCaseSensitive(d, "cache_write_tokens"))
         cJSON_AddNumberToObject(d, "cache_write_tokens", 0);
-    d = cJSON_GetObjectItemCaseSensitive(u, "output_tokens_details");
+    if (!cJSON_IsObject(d = cJSON_GetObjectItemCaseSensitive(u, "output_tokens_details")))
+        d = cJSON_AddObjectToObject(u, "output_tokens_details");
     if (!cJSON_GetObjectItemCaseSensitive(d, "reasoning_tokens"))
         cJSON_AddNumberToObject(d, "reasoning_tokens", 0);
+    return u;
 }
 
 static void echo_from_request(cJSON *out, const cJSON *req, const char *key)
@@ -377,11 +380,8 @@ static cJSON *r_finish(const cJSON *req, const cJSON *last, const struct shim_ca
         shim_json_set(out, "tools", shim_responses_echo_tools(req));
     echo_from_request(out, req, "tool_choice");
     echo_from_request(out, req, "metadata");
-    if (cv->usage) {
-        cJSON *u = cJSON_Duplicate(cv->usage, 1);
-        complete_usage(u);
-        shim_json_set(out, "usage", u);
-    }
+    if (cv->usage)
+        shim_json_set(out, "usage", shim_responses_usage(cv));
     if (capped) {
         shim_json_set(out, "status", cJSON_CreateString("incomplete"));
         shim_json_set(out, "incomplete_details", cJSON_CreateNull());

@@ -38,7 +38,8 @@ void shim_stream_free(struct shim_stream *s)
 {
     cJSON_Delete(s->chunk);
     cJSON_Delete(s->snap);
-    s->chunk = s->snap = NULL;
+    cJSON_Delete(s->done);
+    s->chunk = s->snap = s->done = NULL;
 }
 
 static int send_raw(struct shim_stream *s, const char *p, size_t n)
@@ -179,6 +180,10 @@ static int item_added(struct shim_stream *s, int index, cJSON *item)
 static int item_done(struct shim_stream *s, int index, const cJSON *item)
 {
     cJSON *e = event("response.output_item.done");
+
+    if (!s->done)
+        s->done = cJSON_CreateArray();
+    cJSON_AddItemToArray(s->done, cJSON_Duplicate(item, 1));
     cJSON_AddNumberToObject(e, "output_index", index);
     cJSON_AddItemToObject(e, "item", cJSON_Duplicate(item, 1));
     return send(s, e);
@@ -338,6 +343,9 @@ static int r_finish(struct shim_stream *s, const cJSON *answer)
         type = "response.failed";
     final = cJSON_Duplicate(answer, 1);
     shim_json_set(final, "id", cJSON_CreateString(s->id));
+    if (cJSON_GetObjectItemCaseSensitive(s->snap, "created_at")) /* one response */
+        shim_json_set(final, "created_at",
+                      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s->snap, "created_at"), 1));
     e = event(type);
     cJSON_AddItemToObject(e, "response", final);
     return send(s, e);
@@ -490,6 +498,9 @@ int shim_stream_fail(struct shim_stream *s, const char *code, const char *messag
         e = event("response.failed");
         resp = s->snap ? cJSON_Duplicate(s->snap, 1) : cJSON_CreateObject();
         shim_json_set(resp, "status", cJSON_CreateString("failed"));
+        /* a finished Response: the items already done, usage so far */
+        shim_json_set(resp, "output", s->done ? cJSON_Duplicate(s->done, 1) : cJSON_CreateArray());
+        shim_json_set(resp, "usage", shim_responses_usage(s->cv));
         err = cJSON_CreateObject();
         cJSON_AddStringToObject(err, "code", "server_error");
         cJSON_AddStringToObject(err, "message", message);

@@ -38,6 +38,7 @@ struct shim_stream {
     const cJSON *cursor; /* next output item of the current reply */
     cJSON *chunk;       /* Chat: the chunk skeleton (id, created, model...) */
     cJSON *snap;        /* Responses: the in-progress response snapshot */
+    cJSON *done;        /* Responses: output items finished so far */
     char id[160];       /* the stream's response id */
 };
 

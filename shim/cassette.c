@@ -4,6 +4,7 @@
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,12 +93,11 @@ static int secret_header(const char *line, size_t n)
 int shim_cassette_save(const char *dir, const char *key, int occurrence, const char *url,
                        const char *body, size_t len, const struct shim_http_reply *r)
 {
-    char path[4200], tmp[4300];
+    char path[4200];
     cJSON *doc = cJSON_CreateObject(), *req, *resp, *hdrs, *b;
     const char *p = r->head.data, *end = r->head.data + r->head.len;
     char *text;
-    int fd, rc = 0;
-    size_t n;
+    int rc;
 
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         cJSON_Delete(doc);
@@ -133,21 +133,7 @@ int shim_cassette_save(const char *dir, const char *key, int occurrence, const c
     if (!text)
         return -ENOMEM;
     file_name(path, sizeof(path), dir, key, occurrence);
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        free(text);
-        return -errno;
-    }
-    n = strlen(text);
-    if (write(fd, text, n) != (ssize_t)n)
-        rc = -EIO;
-    if (close(fd) < 0 && !rc)
-        rc = -EIO;
-    if (!rc && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc)
-        unlink(tmp);
+    rc = shim_store_write(path, text);
     free(text);
     return rc;
 }

@@ -15,32 +15,7 @@
 
 static cJSON *c_prepare(const cJSON *req, struct shim_conv *cv)
 {
-    cJSON *up = cJSON_Duplicate(req, 1), *tools, *nt, *t, *so;
-    int inserted = 0;
-
-    if (!up)
-        return NULL;
-    tools = cJSON_GetObjectItemCaseSensitive(up, "tools");
-    shim_conv_pick_tool_name(tools, 1, cv->tool_name, sizeof(cv->tool_name));
-    nt = cJSON_CreateArray();
-    cJSON_ArrayForEach(t, tools)
-    {
-        if (shim_conv_is_ci(t)) {
-            if (!inserted++)
-                cJSON_AddItemToArray(nt, shim_conv_code_tool(cv->tool_name, 1));
-        } else {
-            cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
-        }
-    }
-    shim_json_set(up, "tools", nt);
-    shim_conv_rewrite_choice(up, cv, 1);
-    cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
-    so = cJSON_GetObjectItemCaseSensitive(up, "stream_options");
-    cv->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
-    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream");
-    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream_options");
-    shim_conv_strip_private(up);
-    return up;
+    return shim_conv_prepare(req, cv, 1);
 }
 
 static const cJSON *first_message(const cJSON *reply)

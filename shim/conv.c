@@ -305,3 +305,31 @@ void shim_conv_sum_usage(struct shim_conv *cv, const cJSON *usage)
         cv->usage = cJSON_CreateObject();
     add_numbers(cv->usage, usage);
 }
+
+cJSON *shim_conv_prepare(const cJSON *req, struct shim_conv *cv, int chat)
+{
+    cJSON *up = cJSON_Duplicate(req, 1), *tools, *nt, *t, *so;
+    int inserted = 0;
+
+    if (!up)
+        return NULL;
+    tools = cJSON_GetObjectItemCaseSensitive(up, "tools");
+    shim_conv_pick_tool_name(tools, chat, cv->tool_name, sizeof(cv->tool_name));
+    nt = cJSON_CreateArray();
+    cJSON_ArrayForEach(t, tools)
+    {
+        if (!shim_conv_is_ci(t))
+            cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
+        else if (!inserted++) /* several native entries: one function tool */
+            cJSON_AddItemToArray(nt, shim_conv_code_tool(cv->tool_name, chat));
+    }
+    shim_json_set(up, "tools", nt);
+    shim_conv_rewrite_choice(up, cv, chat);
+    cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
+    so = cJSON_GetObjectItemCaseSensitive(up, "stream_options");
+    cv->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream");
+    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream_options");
+    shim_conv_strip_private(up);
+    return up;
+}

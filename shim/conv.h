@@ -69,6 +69,8 @@ extern const struct shim_api_ops shim_chat_ops;
 /* The code_interpreter_call item OpenAI's container would have produced
  * for c (caller owns). */
 cJSON *shim_responses_ci_item(const struct shim_call *c);
+/* {"type":"function_call_output","call_id":..,"output":..} for c (caller owns). */
+cJSON *shim_responses_call_output(const struct shim_call *c);
 /* The usage summed so far with every field the Response schema requires
  * (zeros when no reply had usage); caller owns. */
 cJSON *shim_responses_usage(const struct shim_conv *cv);
@@ -77,6 +79,11 @@ cJSON *shim_responses_usage(const struct shim_conv *cv);
 cJSON *shim_responses_echo_tools(const cJSON *req);
 
 /* Shared helpers (conv.c); chat selects the Chat Completions shapes. */
+/* What both adapters' prepare do first: a copy of req with the native
+ * tool(s) replaced by codeshim's function tool, tool_choice rewritten,
+ * stream and stream_options taken out (noted in cv), and codeshim-private
+ * fields and metadata.session_id removed. Caller owns; NULL on failure. */
+cJSON *shim_conv_prepare(const cJSON *req, struct shim_conv *cv, int chat);
 /* The function tool codeshim offers in place of code_interpreter. */
 cJSON *shim_conv_code_tool(const char *name, int chat);
 /* Rewrites tool_choice in place for the first call (a choice forcing the

@@ -295,16 +295,9 @@ static void remember(struct run *r, const cJSON *reply, const struct shim_call *
         cJSON_Delete(owed);
         return;
     }
-    for (i = 0; foreign && i < n; i++) {
-        cJSON *o;
-        if (!(calls[i].executed || calls[i].skipped))
-            continue;
-        o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "type", "function_call_output");
-        cJSON_AddStringToObject(o, "call_id", calls[i].call_id);
-        cJSON_AddStringToObject(o, "output", calls[i].output ? calls[i].output : "");
-        cJSON_AddItemToArray(owed, o);
-    }
+    for (i = 0; foreign && i < n; i++)
+        if (calls[i].executed || calls[i].skipped)
+            cJSON_AddItemToArray(owed, shim_responses_call_output(&calls[i]));
     if (strcmp(ans_id, up_id) || owed->child)
         shim_chain_save(r->cfg, r->identity, ans_id, up_id, owed);
     cJSON_Delete(owed);

@@ -130,13 +130,31 @@ static char *answer_text(const struct convo *c)
     return s;
 }
 
-static cJSON *responses_reply(const cJSON *req, const char *tool, const struct convo *c,
-                              int parallel)
+/* The code the model sends its tool this turn: the next ```python block,
+ * or all the remaining ones with [parallel]; none left means it answers
+ * in text. A string array (caller owns). */
+static cJSON *plan(const char *tool, const struct convo *c, int parallel)
+{
+    cJSON *todo = cJSON_CreateArray();
+    char *code;
+    int k;
+
+    for (k = c->outputs; tool && (code = python_block(c->user, k)) != NULL; k++) {
+        cJSON_AddItemToArray(todo, cJSON_CreateString(code));
+        free(code);
+        if (!parallel)
+            break;
+    }
+    return todo;
+}
+
+static cJSON *responses_reply(const cJSON *req, const char *tool, const cJSON *todo,
+                              const struct convo *c)
 {
     cJSON *r = cJSON_CreateObject(), *out, *u, *d;
+    const cJSON *code;
     char id[64];
     const char *model = shim_json_str(req, "model");
-    int k, made = 0;
     long long in_tok = (long long)(c->items * 12 + strlen(c->user) / 4);
 
     shim_id_make(id, sizeof(id), "resp_", 48);
@@ -152,12 +170,10 @@ static cJSON *responses_reply(const cJSON *req, const char *tool, const struct c
     }
     cJSON_AddStringToObject(r, "model", model ? model : "codeshim-offline");
     out = cJSON_AddArrayToObject(r, "output");
-    for (k = c->outputs; tool; k++) {
-        char *code = python_block(c->user, k);
+    cJSON_ArrayForEach(code, todo)
+    {
         cJSON *fc;
         char fid[64], cid[64];
-        if (!code)
-            break;
         shim_id_make(fid, sizeof(fid), "fc_", 48);
         shim_id_make(cid, sizeof(cid), "call_", 24);
         fc = cJSON_CreateObject();
@@ -166,14 +182,10 @@ static cJSON *responses_reply(const cJSON *req, const char *tool, const struct c
         cJSON_AddStringToObject(fc, "status", "completed");
         cJSON_AddStringToObject(fc, "call_id", cid);
         cJSON_AddStringToObject(fc, "name", tool);
-        cJSON_AddItemToObject(fc, "arguments", args_json(code));
+        cJSON_AddItemToObject(fc, "arguments", args_json(code->valuestring));
         cJSON_AddItemToArray(out, fc);
-        free(code);
-        made++;
-        if (!parallel)
-            break;
     }
-    if (!made) {
+    if (!todo->child) {
         cJSON *m = cJSON_CreateObject(), *content, *part;
         char mid[64], *text = answer_text(c);
         shim_id_make(mid, sizeof(mid), "msg_", 48);
@@ -212,12 +224,14 @@ static cJSON *responses_reply(const cJSON *req, const char *tool, const struct c
     return r;
 }
 
-static cJSON *chat_reply(const cJSON *req, const char *tool, const struct convo *c, int parallel)
+static cJSON *chat_reply(const cJSON *req, const char *tool, const cJSON *todo,
+                         const struct convo *c)
 {
     cJSON *r = cJSON_CreateObject(), *choices, *ch, *msg, *tcs = NULL, *u;
+    const cJSON *code;
     char id[64];
     const char *model = shim_json_str(req, "model");
-    int k, made = 0;
+    int made;
     long long in_tok = (long long)(c->items * 12 + strlen(c->user) / 4);
 
     shim_id_make(id, sizeof(id), "chatcmpl-", 29);
@@ -230,12 +244,10 @@ static cJSON *chat_reply(const cJSON *req, const char *tool, const struct convo 
     cJSON_AddNumberToObject(ch, "index", 0);
     msg = cJSON_AddObjectToObject(ch, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
-    for (k = c->outputs; tool; k++) {
-        char *code = python_block(c->user, k);
+    cJSON_ArrayForEach(code, todo)
+    {
         cJSON *t, *fn;
         char cid[64];
-        if (!code)
-            break;
         if (!tcs)
             tcs = cJSON_CreateArray();
         shim_id_make(cid, sizeof(cid), "call_", 24);
@@ -244,13 +256,10 @@ static cJSON *chat_reply(const cJSON *req, const char *tool, const struct convo 
         cJSON_AddStringToObject(t, "type", "function");
         fn = cJSON_AddObjectToObject(t, "function");
         cJSON_AddStringToObject(fn, "name", tool);
-        cJSON_AddItemToObject(fn, "arguments", args_json(code));
+        cJSON_AddItemToObject(fn, "arguments", args_json(code->valuestring));
         cJSON_AddItemToArray(tcs, t);
-        free(code);
-        made++;
-        if (!parallel)
-            break;
     }
+    made = tcs != NULL;
     if (made) {
         cJSON_AddNullToObject(msg, "content");
         cJSON_AddNullToObject(msg, "refusal");
@@ -274,16 +283,17 @@ static cJSON *chat_reply(const cJSON *req, const char *tool, const struct convo 
 cJSON *shim_offline_reply(enum shim_api api, const cJSON *req)
 {
     struct convo *c = malloc(sizeof(*c));
-    const char *tool = code_tool(req, api);
-    int parallel;
-    cJSON *r;
+    const char *tool;
+    cJSON *todo, *r;
 
     if (!c)
         return NULL;
     read_convo(req, api, c);
-    parallel = strstr(c->user, "[parallel]") != NULL;
-    r = api == SHIM_API_CHAT ? chat_reply(req, tool, c, parallel)
-                             : responses_reply(req, tool, c, parallel);
+    tool = code_tool(req, api);
+    todo = plan(tool, c, strstr(c->user, "[parallel]") != NULL);
+    r = api == SHIM_API_CHAT ? chat_reply(req, tool, todo, c)
+                             : responses_reply(req, tool, todo, c);
+    cJSON_Delete(todo);
     free(c);
     return r;
 }

@@ -108,30 +108,11 @@ static void convert_history(cJSON *up, const char *tool)
 
 static cJSON *r_prepare(const cJSON *req, struct shim_conv *cv)
 {
-    cJSON *up = cJSON_Duplicate(req, 1), *tools, *nt, *t;
-    int inserted = 0;
+    cJSON *up = shim_conv_prepare(req, cv, 0);
 
     if (!up)
         return NULL;
-    tools = cJSON_GetObjectItemCaseSensitive(up, "tools");
-    shim_conv_pick_tool_name(tools, 0, cv->tool_name, sizeof(cv->tool_name));
-    nt = cJSON_CreateArray();
-    cJSON_ArrayForEach(t, tools)
-    {
-        if (shim_conv_is_ci(t)) {
-            if (!inserted++)
-                cJSON_AddItemToArray(nt, shim_conv_code_tool(cv->tool_name, 0));
-        } else {
-            cJSON_AddItemToArray(nt, cJSON_Duplicate(t, 1));
-        }
-    }
-    shim_json_set(up, "tools", nt);
-    shim_conv_rewrite_choice(up, cv, 0);
     drop_include_outputs(up);
-    cv->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(up, "stream"));
-    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream");
-    cJSON_DeleteItemFromObjectCaseSensitive(up, "stream_options");
-    shim_conv_strip_private(up);
     convert_history(up, cv->tool_name);
     cv->visible = cJSON_CreateArray();
     return up;
@@ -198,6 +179,16 @@ nomem:
         shim_call_free(&v[--k]);
     free(v);
     return -ENOMEM;
+}
+
+cJSON *shim_responses_call_output(const struct shim_call *c)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(o, "type", "function_call_output");
+    cJSON_AddStringToObject(o, "call_id", c->call_id ? c->call_id : "");
+    cJSON_AddStringToObject(o, "output", c->output ? c->output : "");
+    return o;
 }
 
 cJSON *shim_responses_ci_item(const struct shim_call *c)
@@ -302,16 +293,9 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
             cJSON_AddItemToArray(input, cJSON_Duplicate(it, 1));
         }
     }
-    for (i = 0; i < n; i++) {
-        cJSON *o;
-        if (!(calls[i].executed || calls[i].skipped))
-            continue;
-        o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "type", "function_call_output");
-        cJSON_AddStringToObject(o, "call_id", calls[i].call_id);
-        cJSON_AddStringToObject(o, "output", calls[i].output ? calls[i].output : "");
-        cJSON_AddItemToArray(input, o);
-    }
+    for (i = 0; i < n; i++)
+        if (calls[i].executed || calls[i].skipped)
+            cJSON_AddItemToArray(input, shim_responses_call_output(&calls[i]));
     if (cv->forced_choice)
         shim_conv_relax_choice(up, 0);
     add_visible(reply, calls, n, cv);

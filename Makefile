@@ -11,7 +11,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCURL_DISABLE_DEPRECATION -fPIC -fvisibility=hidden $(WARN) \
               -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
-LIBS := -lcjson -lpthread -ldl
+LIBS := -lcjson -lpthread -ldl -lseccomp
 
 # Every .c under shim/ is part of the library; preload.c is the boundary
 # (the only file defining curl_* and dlopen), kept out of the unit-test
@@ -20,6 +20,7 @@ SHIM_SRC := $(wildcard shim/*.c shim/sandbox/*.c)
 GEN_SRC :=
 include shim/sandbox/sandbox.mk
 include cli/cli.mk
+include bench/bench.mk
 SHIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRC)) \
             $(patsubst %.c,%.o,$(GEN_SRC))
 CORE_OBJ := $(filter-out $(BUILD)/obj/shim/preload.o,$(SHIM_OBJ))
@@ -95,7 +96,7 @@ $(BUILD)/bench/%: bench/%.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl
 
 # Benchmarks are measured, never asserted: numbers go to the README.
-bench: all $(BUILD)/bench/bench_http
+bench: all $(BUILD)/bench/bench_http bench-sandbox
 	@bench/run.sh
 
 # make install PREFIX=/usr/local: launcher, man page, and the library in

@@ -65,6 +65,47 @@ static void get_str(struct parse_ctx *p, const char *name, const char *def,
     snprintf(out, outsz, "%s", v);
 }
 
+/* A size in bytes: a whole number with an optional binary suffix K, M, G
+ * or T (case-insensitive; "KiB"/"KB"/"K" alike). */
+static unsigned long long get_size(struct parse_ctx *p, const char *name,
+                                   unsigned long long def,
+                                   unsigned long long lo,
+                                   unsigned long long hi)
+{
+    const char *v = p->env(name, p->ctx);
+    unsigned long long n, mul = 1;
+    char *end;
+
+    if (!v || !*v)
+        return def;
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    if (errno || end == v || strchr(v, '-')) {
+        warnf(p, name, v, "not a size (bytes, or a number with K, M, G or T)");
+        return def;
+    }
+    switch (*end) {
+    case 'k': case 'K': mul = 1ULL << 10; end++; break;
+    case 'm': case 'M': mul = 1ULL << 20; end++; break;
+    case 'g': case 'G': mul = 1ULL << 30; end++; break;
+    case 't': case 'T': mul = 1ULL << 40; end++; break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I'))
+        end++;
+    if (mul > 1 && (*end == 'b' || *end == 'B'))
+        end++;
+    if (*end) {
+        warnf(p, name, v, "not a size (bytes, or a number with K, M, G or T)");
+        return def;
+    }
+    if (n > hi / mul || n * mul < lo || n * mul > hi) {
+        warnf(p, name, v, "out of range");
+        return def;
+    }
+    return n * mul;
+}
+
 static int get_bool(struct parse_ctx *p, const char *name)
 {
     const char *v = p->env(name, p->ctx);
@@ -134,6 +175,16 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
     get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
     get_str(&p, "CODESHIM_SESSIOND", "", c->sessiond, sizeof(c->sessiond));
+    c->memory_limit = get_size(&p, "CODESHIM_MEMORY", 1ULL << 30, 64ULL << 20,
+                               1ULL << 40);
+    c->procs_limit = (int)get_num(&p, "CODESHIM_PROCS", 256, 16, 65536);
+    c->file_size_limit = get_size(&p, "CODESHIM_FILE_SIZE", 512ULL << 20,
+                                  1ULL << 20, 1ULL << 40);
+    c->disk_limit = get_size(&p, "CODESHIM_DISK", 1ULL << 30, 1ULL << 20,
+                             1ULL << 40);
+    c->cpu_time_s = (int)get_num(&p, "CODESHIM_CPU_TIME", 3600, 1, 7 * 86400);
+    c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
+    get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
 }
 
 char **shim_config_own_env(void)

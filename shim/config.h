@@ -31,6 +31,14 @@ struct shim_config {
     int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
     char runtime_dir[SHIM_PATH_MAX]; /* session store (see session.c) */
     char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND: supervisor path */
+    /* The local sandbox (shim/sandbox/local.c). Sizes in bytes. */
+    unsigned long long memory_limit;    /* CODESHIM_MEMORY: per process */
+    int procs_limit;                    /* CODESHIM_PROCS: tasks */
+    unsigned long long file_size_limit; /* CODESHIM_FILE_SIZE */
+    unsigned long long disk_limit;      /* CODESHIM_DISK: /mnt/data, /tmp */
+    int cpu_time_s;                     /* CODESHIM_CPU_TIME: per process */
+    int unsafe_no_isolation;            /* CODESHIM_UNSAFE_NO_ISOLATION=1 */
+    char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */
 };
 
 /* The CODESHIM_* entries of this process's environment ("NAME=value"

@@ -2,7 +2,11 @@
  * ops table (sandbox_int.h) and applies the policy common to all backends:
  * container ids, one execution at a time per sandbox, timing, and logs
  * that are valid UTF-8 text capped at cfg->output_cap with a visible note
- * (head and tail kept), followed by one line per image produced. */
+ * (head and tail kept), followed by one line per image produced and, when
+ * the execution changed the working directory and it is not empty, one
+ * line listing its files ("[files in /mnt/data: a.csv, plot.png]", at most
+ * FILES_LINE bytes), so the model can refer to them. These lines come
+ * after the cut: the model always learns of them. */
 #include "config.h"
 #include "ids.h"
 #include "log.h"
@@ -216,9 +220,43 @@ static int cap_text(struct shim_exec_result *r, size_t cap)
     return 0;
 }
 
+/* "[files in /mnt/data: a.csv, plot.png]\n" into buf (at most FILES_LINE
+ * bytes; names beyond that are counted, not listed; control characters
+ * become '?'), or "" when there is nothing new to say: no file, or the
+ * same listing as after the previous execution. */
+#define FILES_LINE 1024
+static void files_line(const struct shim_exec_result *r, char *buf)
+{
+    static const char head[] = "[files in /mnt/data: ";
+    size_t n = sizeof(head) - 1, i, j;
+
+    buf[0] = '\0';
+    if (!r->nfiles || !r->files_changed)
+        return;
+    memcpy(buf, head, n);
+    for (i = 0; i < r->nfiles; i++) {
+        const char *f = r->files[i];
+        size_t len = strlen(f);
+
+        /* room for ", ", the name, and " ... and 1000 more]\n" */
+        if (n + 2 + len + 32 >= FILES_LINE) {
+            n += (size_t)snprintf(buf + n, FILES_LINE - n, "%s... and %zu more",
+                                  i ? ", " : "", r->nfiles - i);
+            break;
+        }
+        if (i) {
+            memcpy(buf + n, ", ", 2);
+            n += 2;
+        }
+        for (j = 0; j < len; j++)
+            buf[n++] = (unsigned char)f[j] < 0x20 || f[j] == 0x7f ? '?' : f[j];
+    }
+    memcpy(buf + n, "]\n", 3);
+}
+
 static int finish_logs(struct shim_exec_result *r, size_t cap)
 {
-    char line[64];
+    char line[64], files[FILES_LINE];
     size_t notes = 0, i, body_cap, room;
     char *t;
     int rc;
@@ -235,9 +273,11 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
         notes += (size_t)snprintf(line, sizeof(line),
                                   "[image produced: figure %zu (PNG)]\n",
                                   i + 1) + 1;
+    files_line(r, files);
+    notes += strlen(files);
     body_cap = notes < cap / 2 ? cap - notes : cap / 2;
     rc = cap_text(r, body_cap);
-    if (rc || !r->nimages)
+    if (rc || !notes)
         return rc;
     room = r->logs_len + notes + 2;
     t = realloc(r->logs, room);
@@ -250,6 +290,8 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
         r->logs_len += (size_t)snprintf(t + r->logs_len, room - r->logs_len,
                                         "[image produced: figure %zu (PNG)]\n",
                                         i + 1);
+    r->logs_len += (size_t)snprintf(t + r->logs_len, room - r->logs_len, "%s",
+                                    files);
     return 0;
 }
 

@@ -36,14 +36,20 @@ struct shim_exec_result {
     size_t logs_len;
     struct shim_exec_image *images;
     size_t nimages;
-    char **files; /* names of files in the working directory after the run */
+    char **files; /* names of files in the working directory after the run
+                     (relative to it, sorted; regular files only) */
     size_t nfiles;
+    int files_changed; /* the listing (names, sizes or times) differs from
+                          the one after the previous execution */
     double seconds; /* wall-clock duration of the execution */
 };
 
 void shim_exec_result_free(struct shim_exec_result *r);
 
-/* Creates a sandbox with the backend named by cfg->sandbox. 0 or -errno. */
+/* Creates a sandbox with the backend named by cfg->sandbox. 0 or -errno.
+ * Any thread may open, use and close a sandbox (one call at a time per
+ * sandbox); the local backend's processes live until close, or until the
+ * host process ends (spawn.c). */
 int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out);
 /* Runs code. Returns 0 with *out filled (whatever the code did: errors in
  * the code, timeouts and sandbox failures are reported in out->status and

@@ -22,4 +22,30 @@ struct shim_sandbox_ops {
 
 extern const struct shim_sandbox_ops shim_sandbox_local;
 
+/* spawn.c: starts a process like posix_spawn, as another user if asked,
+ * from one long-lived thread of the host (so its parent-death signal fires
+ * only when the host process ends). fds[i] becomes descriptor i in the
+ * child (each fds[i] >= nfds); every other descriptor is closed; new
+ * session; default signal dispositions, empty mask; cwd if not NULL; with
+ * setid, no supplementary groups and uid/gid for all three ids (the
+ * caller must be root). 0 or -errno (the errno of the failed step, execve's
+ * included). */
+#include <sys/types.h>
+struct shim_spawn {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    const int *fds;
+    int nfds;
+    const char *cwd;
+    int setid;
+    uid_t uid;
+    gid_t gid;
+};
+int shim_sandbox_spawn(const struct shim_spawn *s, pid_t *pid);
+
+/* seccomp.c: a new memfd (close-on-exec, at offset 0) holding the
+ * sandbox's seccomp filter as BPF, for bwrap --seccomp. fd or -errno. */
+int shim_sandbox_seccomp_fd(void);
+
 #endif

@@ -1,55 +1,567 @@
-# worker.py - the local sandbox's Python worker (owned by shim/sandbox).
+# worker.py - the local sandbox's Python side (owned by shim/sandbox).
 #
-# Embedded into libcodeshim by sandbox.mk and run by local.c as
-#   python3 -I -B -c <this source> <socket fd> <sandbox root>
-# with cwd <root>/data. It runs cells with notebook semantics in one
-# persistent __main__ namespace. Protocol on the inherited socket (never on
-# stdout/stderr, which belong to the user's code): frames of a 4-byte
-# big-endian length and a payload.
-#   request:  b"E" + 4-byte big-endian sequence number + UTF-8 source
-#   response: JSON {"seq": n, "status": "ok"|"error",
-#                   "images": [{"mime", "data"}], "files": [relative names]}
-# (the sequence number lets the C side reject stray or forged frames).
-# The cell's stdout and stderr (and those of its subprocesses) go, in order,
-# to the file <root>/run/out, which the C side reads itself (head and tail
-# only), so no output flood has to cross the socket.
+# Embedded into libcodeshim by sandbox.mk (source and bytecode, embed.py)
+# and run through local.c's BOOT_PY, which takes three arguments of its own
+# first; one source, two processes:
+#   python3 -I -S -B -c <this source> MODE FD TIMEOUT_MS KEEP MEMORY PROCS
+#                                     FILE_SIZE CPU_S DATA_DIR [WFD WPID]
+#       the supervisor. MODE "sandbox": PID 1 of a bubblewrap sandbox (own
+#       PID, mount, network, IPC, UTS and user namespaces, seccomp);
+#       "unsafe": no isolation at all (CODESHIM_UNSAFE_NO_ISOLATION=1,
+#       debugging only). WFD/WPID: the first worker, already started.
+#   python3 -I -B -c <this source> worker WFD MODE MEMORY PROCS FILE_SIZE CPU_S
+#       the worker: the first one started together with the supervisor by
+#       local.c's start-up shell (their Python start-ups overlap), later
+#       ones by the supervisor, after each loss.
+#
+# The supervisor talks to the host over FD, starts the notebook
+# interpreter, enforces the per-execution wall-clock limit, captures
+# output, lists the working directory, and kills everything the code
+# started when an execution times out or the interpreter dies. User code
+# cannot reach it: as PID 1 it cannot be killed from inside, and it is not
+# dumpable (no /proc/1/mem). It keeps running across interpreter restarts,
+# so the files in DATA_DIR (a tmpfs) survive them.
+# The worker sets its rlimits (address space, tasks, file size, CPU time)
+# first, then runs the cells with notebook semantics in one persistent
+# __main__ namespace.
+#
+# Host protocol (FD): frames of a 4-byte big-endian length and a payload.
+#   host -> us: b"E" + seq(4) + UTF-8 source
+#   us -> host: b"H" once we are up; then one reply per request:
+#     b"R" + seq(4) + kind(1) + restarted(1) + len(4) + meta JSON
+#          + len(4) + worker JSON + output bytes
+#     kind: D done, T timed out, X interpreter died, I invalid reply;
+#     restarted: this request runs in a new interpreter, the state of an
+#     earlier one was lost; meta: {"files": [...], "changed": bool,
+#     "exit": "..."}; worker JSON: {"status": "ok"|"error", "images":
+#     [{"mime", "data"}]} (empty unless kind is D); output: the cell's
+#     stdout and stderr in order, cut to head and tail around a note.
+# Worker protocol (socketpair, fd 3 of the worker): the same framing; a
+# request is b"E" + seq(4) + source, with the write end of a fresh pipe
+# for the cell's output attached to its first bytes (SCM_RIGHTS); a reply
+# is seq(4) + worker JSON.
 import os
 import sys
 
 
-def _worker():
-    import ast
-    import binascii
-    import builtins
-    import io
-    import json
-    import linecache
+def _supervisor():
+    import _signal
+    import _socket
+    import _json
     import select
-    import signal
-    import traceback
-    import types
-    import _thread
 
-    sock = os.dup(int(sys.argv[1]))  # non-inheritable copy, away from fd 3
-    os.close(int(sys.argv[1]))
-    root = sys.argv[2]
-    data_dir = os.path.join(root, "data")
-    run_dir = os.path.join(root, "run")
-    out_path = os.path.join(run_dir, "out")
-    null_fd = os.dup(1)  # /dev/null, to park fds 1 and 2 between cells
-    my_pid = os.getpid()
-    sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE
+    mode = sys.argv[1]
+    host = int(sys.argv[2])
+    timeout = int(sys.argv[3]) / 1000.0
+    keep = int(sys.argv[4])
+    limits = tuple(int(a) for a in sys.argv[5:9])
+    data_dir = sys.argv[9]
+    first = (int(sys.argv[10]), int(sys.argv[11])) \
+        if len(sys.argv) > 11 else None  # started by the shell: fd, pid
+    sandboxed = mode == "sandbox"
+    if sandboxed and os.getpid() != 1:
+        sys.stderr.write("codeshim: the sandbox supervisor is not PID 1\n")
+        os._exit(70)
 
-    MAX_IMAGES = 16
-    MAX_IMAGE_BYTES = 12 << 20  # base64 total; the C side caps frames
+    MAX_WORKER_FRAME = 14 << 20
     MAX_FILES = 1000
     MAX_SCAN = 20000
     MAX_DEPTH = 16
     MAX_NAME_BYTES = 512 << 10
+    OLD_PIPES = 16
+    OLD_PIPE_BYTES = 16 << 20
+    NOTE = b"\n[... %d bytes of output truncated ...]\n"
+    mono = __import__("time").monotonic
+
+    os.set_blocking(host, False)
+    os.set_inheritable(host, False)
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    _signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    _signal.signal(_signal.SIGCHLD, lambda s, f: None)
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+
+    def undumpable():
+        # Not dumpable: no /proc/1/mem, /proc/1/environ, /proc/1/fd... for
+        # the code, which runs as the same user. prctl through _ctypes:
+        # the ctypes package costs several ms of every sandbox start.
+        import _ctypes
+
+        class Int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class Fn(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = Int
+
+        class Libc:
+            _handle = _ctypes.dlopen(None, 0)
+
+        prctl = Fn(("prctl", Libc()))
+        if prctl(4, 0, 0, 0, 0) != 0 or prctl(3, 0, 0, 0, 0) != 0:
+            sys.stderr.write("codeshim: the sandbox supervisor cannot be "
+                             "made undumpable (prctl)\n")
+            os._exit(71)
+
+    out_buf = bytearray()  # to the host
+    host_gone = []  # set when the host cannot be written to
+
+    def frame(payload):
+        out_buf.extend(len(payload).to_bytes(4, "big"))
+        out_buf.extend(payload)
+
+    def flush(block=False):
+        while out_buf:
+            try:
+                n = os.write(host, out_buf)
+            except BlockingIOError:
+                if not block:
+                    return
+                select.select([], [host], [])
+                continue
+            except OSError:
+                del out_buf[:]
+                host_gone.append(True)
+                return
+            del out_buf[:n]
+
+    undumpable()
+    frame(b"H")
+    flush(block=True)
+    if host_gone:
+        os._exit(0)
+    os.dup2(null, 1)  # bwrap's errors went to fd 2: ours need not
+    os.dup2(null, 2)
+
+    class W:  # the current worker
+        pid = 0
+        sock = None
+        inbuf = bytearray()
+        outbuf = bytearray()
+        status = None  # wait status once reaped
+        eof = False
+        served = False
+
+    st = {"lost": False, "prev_files": []}
+    cell = None  # dict while a request runs
+    # Output pipes of finished cells that something the code started in the
+    # background still writes to: read and dropped (up to OLD_PIPE_BYTES
+    # each, then closed: the writer gets EPIPE), never mixed into a later
+    # cell's output. [fd, bytes dropped]
+    old_pipes = []
+
+    def describe(s):
+        if s is None:
+            return "stopped"
+        if os.WIFEXITED(s):
+            return "exited with status %d" % os.WEXITSTATUS(s)
+        if os.WIFSIGNALED(s):
+            n = os.WTERMSIG(s)
+            try:
+                d = _signal.strsignal(n) or "unknown"
+            except ValueError:
+                d = "unknown"
+            return "was killed by signal %d (%s)" % (n, d)
+        return "stopped"
+
+    def reap():
+        while True:
+            try:
+                pid, s = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == W.pid and W.status is None:
+                W.status = s
+
+    def kill_all():
+        # Everything but us: the interpreter and whatever it started.
+        if W.pid and not sandboxed:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(W.pid, 9)
+                except OSError:
+                    pass
+        while True:
+            if sandboxed:
+                try:
+                    os.kill(-1, 9)  # PID 1: every process of the namespace
+                except OSError:
+                    pass
+            try:
+                pid, s = os.waitpid(-1 if sandboxed else W.pid, 0)
+            except ChildProcessError:
+                break
+            if pid == W.pid and W.status is None:
+                W.status = s
+            if not sandboxed and pid == W.pid:
+                break
+        if not sandboxed:
+            reap()
+        drop_worker()
+
+    def drop_worker():
+        if W.sock is not None:
+            W.sock.close()
+        if W.served:
+            st["lost"] = True
+        W.pid = 0
+        W.sock = None
+        W.inbuf = bytearray()
+        W.outbuf = bytearray()
+        W.status = None
+        W.eof = False
+        W.served = False
+
+    # The worker is a fresh interpreter running this same source (a fork
+    # would be cheaper in theory, but copying Python's pages on write
+    # makes a forked child slower to get going than a new process).
+    argv = sys.orig_argv
+    i = argv.index("-c")
+    worker_argv = [sys.executable, "-I", "-B"] + argv[i:i + 5] + \
+        ["worker", "3", mode] + [str(v) for v in limits]
+
+    def spawn():
+        a, b = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            pid = os.posix_spawn(
+                sys.executable, worker_argv, os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, b.fileno(), 3)],
+                setpgroup=0, setsigdef=(_signal.SIGCHLD, _signal.SIGINT))
+        except OSError:
+            a.close()
+            b.close()
+            return
+        b.close()
+        a.setblocking(False)
+        W.pid = pid
+        W.sock = a
+
+    def read_into(fd, sink, limit=1 << 16):
+        try:
+            b = os.read(fd, limit)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not b:
+            return False
+        if sink is not None:
+            sink(b)
+        return True
+
+    def feed(b):
+        c = cell
+        c["total"] += len(b)
+        head = c["head"]
+        if len(head) < keep:
+            take = keep - len(head)
+            head.extend(b[:take])
+            b = b[take:]
+        if b:
+            tail = c["tail"]
+            tail.extend(b)
+            if len(tail) > 2 * keep:
+                del tail[:len(tail) - keep]
+
+    def drain(fd, sink, budget=0.1):
+        # Everything written so far; stops at the end, at EAGAIN, or after
+        # budget seconds (a background process may keep writing).
+        end = mono() + budget
+        while mono() < end:
+            try:
+                b = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not b:
+                return False
+            if sink is not None:
+                sink(b)
+        return True
+
+    def output():
+        c = cell
+        head, tail, total = c["head"], c["tail"], c["total"]
+        if total <= 2 * keep:
+            return bytes(head + tail)
+        return bytes(head) + NOTE % (total - 2 * keep) + bytes(tail[-keep:])
+
+    def list_files():
+        names = []
+        snap = []
+        size = 0
+        scanned = 0
+        stack = [(data_dir, "", 0)]
+        while stack and scanned <= MAX_SCAN and len(names) < MAX_FILES:
+            path, rel, depth = stack.pop()
+            try:
+                it = os.scandir(path)
+            except OSError:
+                continue
+            with it:
+                for e in it:
+                    scanned += 1
+                    if scanned > MAX_SCAN or len(names) >= MAX_FILES:
+                        break
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            if depth < MAX_DEPTH and e.name != "__pycache__":
+                                stack.append((e.path, rel + e.name + "/",
+                                              depth + 1))
+                        elif e.is_file(follow_symlinks=False):
+                            s = e.stat(follow_symlinks=False)
+                            name = (rel + e.name).encode(
+                                "utf-8", "surrogateescape").decode(
+                                "utf-8", "backslashreplace")
+                            enc = _json.encode_basestring_ascii(name)
+                            size += len(enc) + 1
+                            if size > MAX_NAME_BYTES:
+                                break
+                            names.append(enc)
+                            snap.append((enc, s.st_size, s.st_mtime_ns,
+                                         s.st_ino))
+                    except OSError:
+                        pass
+        names.sort()
+        snap.sort()
+        changed = snap != st["prev_files"]
+        st["prev_files"] = snap
+        return names, changed
+
+    def reply(kind, wjson=b"", exit_desc=""):
+        # Ends the current request: output, files, the reply.
+        c = cell
+        if kind != "D":
+            kill_all()
+        alive = drain(c["pipe"], feed)
+        if alive and len(old_pipes) < OLD_PIPES and kind == "D":
+            old_pipes.append([c["pipe"], 0])
+        else:
+            os.close(c["pipe"])
+        if kind != "D":
+            for p in old_pipes:
+                os.close(p[0])
+            del old_pipes[:]
+        names, changed = list_files()
+        meta = ('{"files":[%s],"changed":%s,"exit":%s}' % (
+            ",".join(names), "true" if changed else "false",
+            _json.encode_basestring_ascii(exit_desc))).encode("ascii")
+        body = output()
+        frame(b"".join((b"R", c["seq"], kind.encode(),
+                        b"\x01" if c["restarted"] else b"\x00",
+                        len(meta).to_bytes(4, "big"), meta,
+                        len(wjson).to_bytes(4, "big"), wjson, body)))
+
+    def start(payload):
+        nonlocal cell
+        seq = payload[1:5]
+        restarted = st["lost"]
+        st["lost"] = False
+        if not W.pid:
+            spawn()
+        r, w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(r, False)
+        cell = {"seq": seq, "pipe": r, "head": bytearray(),
+                "tail": bytearray(), "total": 0, "restarted": restarted,
+                "deadline": mono() + timeout, "fd": w}
+        req = len(payload).to_bytes(4, "big") + payload
+        W.outbuf = bytearray(req)
+        W.served = True
+        send_worker()
+
+    def send_worker():
+        c = cell
+        try:
+            if c["fd"] is not None:
+                anc = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                        c["fd"].to_bytes(4, sys.byteorder, signed=True))]
+                n = W.sock.sendmsg([W.outbuf], anc)
+                os.close(c["fd"])
+                c["fd"] = None
+            else:
+                n = W.sock.send(W.outbuf)
+            del W.outbuf[:n]
+        except BlockingIOError:
+            pass
+        except OSError:
+            W.outbuf = bytearray()
+            W.eof = True
+
+    def worker_input():
+        # -> None (nothing yet), or ("D", json) / ("I", "")
+        b = W.inbuf
+        if len(b) < 4:
+            return None
+        n = int.from_bytes(b[:4], "big")
+        if n < 4 or n > MAX_WORKER_FRAME or cell is None:
+            return ("I", b"")
+        if len(b) < 4 + n:
+            return None
+        if len(b) > 4 + n or bytes(b[4:8]) != cell["seq"]:
+            return ("I", b"")
+        return ("D", bytes(b[8:4 + n]))
+
+    # Host input: frames accumulate here.
+    hin = bytearray()
+    poller = select.poll
+    if first:
+        W.pid = first[1]
+        W.sock = _socket.socket(fileno=first[0])
+        W.sock.setblocking(False)
+    else:
+        spawn()  # warm: the first request finds its interpreter ready
+    while True:
+        p = poller()
+        p.register(host, select.POLLIN | (select.POLLOUT if out_buf else 0))
+        p.register(wake_r, select.POLLIN)
+        if W.sock is not None:
+            ev = select.POLLIN
+            if W.outbuf and cell is not None:
+                ev |= select.POLLOUT
+            p.register(W.sock.fileno(), ev)
+        if cell is not None:
+            p.register(cell["pipe"], select.POLLIN)
+        for fd, _ in old_pipes:
+            p.register(fd, select.POLLIN)
+        wait = None
+        if cell is not None:
+            wait = max(0, int((cell["deadline"] - mono()) * 1000) + 1)
+        events = p.poll(wait)
+        for fd, ev in events:
+            if fd == host:
+                if ev & select.POLLOUT:
+                    flush()
+                    if host_gone:
+                        kill_all()
+                        os._exit(0)
+                if ev & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    try:
+                        b = os.read(host, 1 << 20)
+                    except BlockingIOError:
+                        b = None
+                    except OSError:
+                        b = b""
+                    if b == b"":
+                        kill_all()  # the host is gone or closed us
+                        os._exit(0)
+                    if b:
+                        hin.extend(b)
+            elif fd == wake_r:
+                drain(wake_r, None)
+                reap()
+            elif W.sock is not None and fd == W.sock.fileno():
+                if ev & select.POLLOUT and cell is not None:
+                    send_worker()
+                if ev & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    try:
+                        b = W.sock.recv(1 << 20)
+                    except BlockingIOError:
+                        b = None
+                    except OSError:
+                        b = b""
+                    if b == b"":
+                        W.eof = True
+                    elif b:
+                        W.inbuf.extend(b)
+                        if len(W.inbuf) > MAX_WORKER_FRAME + 8:
+                            W.inbuf = W.inbuf[:MAX_WORKER_FRAME + 8]
+            elif cell is not None and fd == cell["pipe"]:
+                read_into(fd, feed)
+            else:
+                for i, p in enumerate(old_pipes):
+                    if p[0] == fd:
+                        def count(b, p=p):
+                            p[1] += len(b)
+                        if not read_into(fd, count) or \
+                                p[1] > OLD_PIPE_BYTES:
+                            os.close(fd)
+                            del old_pipes[i]
+                        break
+        # One request at a time; anything else from the host ends us.
+        while len(hin) >= 4:
+            n = int.from_bytes(hin[:4], "big")
+            if len(hin) < 4 + n:
+                break
+            payload = bytes(hin[4:4 + n])
+            del hin[:4 + n]
+            if cell is not None or n < 5 or payload[:1] != b"E":
+                kill_all()
+                os._exit(2)
+            start(payload)
+        if cell is None:
+            if W.pid and (W.inbuf or W.eof or W.status is not None):
+                kill_all()  # died or spoke while idle: not to be trusted
+            continue
+        got = worker_input()
+        if got is not None:
+            W.inbuf = bytearray()
+            reply(*got)
+            cell = None
+        elif W.eof or W.status is not None:
+            # Died during the cell: let it finish dying for its status.
+            for _ in range(50):
+                reap()
+                if W.status is not None:
+                    break
+                select.select([wake_r], [], [], 0.01)
+            reply("X", b"", describe(W.status))
+            cell = None
+        elif mono() >= cell["deadline"]:
+            reply("T")
+            cell = None
+        if cell is None and not W.pid:
+            spawn()
+        flush()
+        if host_gone:
+            kill_all()
+            os._exit(0)
+
+
+def _worker():
+    import resource
+
+    sandboxed = sys.argv[3] == "sandbox"
+    memory, procs, file_size, cpu = (int(a) for a in sys.argv[4:8])
+
+    def lower(res, value, slack=0):
+        soft, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY and hard < value + slack:
+            value, slack = min(value, hard), hard - min(value, hard)
+        resource.setrlimit(res, (value, value + slack))
+
+    os.setpgid(0, 0)
+    lower(resource.RLIMIT_AS, memory)
+    lower(resource.RLIMIT_FSIZE, file_size)
+    # SIGXCPU at the limit (the process learns why), SIGKILL 1 s later
+    lower(resource.RLIMIT_CPU, cpu, 1)
+    lower(resource.RLIMIT_CORE, 0)
+    lower(resource.RLIMIT_NOFILE, 4096)
+    if sandboxed:
+        # Counted per user namespace: this sandbox's tasks only.
+        lower(resource.RLIMIT_NPROC, procs)
+
+    import builtins
+    import binascii
+    import io
+    import _ast
+    import _socket
+
+    sock = _socket.socket(fileno=os.dup(int(sys.argv[2])))  # away from 3
+    os.close(int(sys.argv[2]))
+    null_fd = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+    sys.dont_write_bytecode = True
+    my_pid = os.getpid()
+
+    MAX_IMAGES = 16
+    MAX_IMAGE_BYTES = 12 << 20  # base64 total; the supervisor caps frames
 
     class _FdWriter(io.RawIOBase):
         # Unbuffered writes to a fixed fd number, so Python's output and a
-        # subprocess's output land in the capture file in call order.
+        # subprocess's output land in the capture pipe in call order.
         def __init__(self, fd):
             self._fd = fd
 
@@ -82,48 +594,34 @@ def _worker():
 
     # The user's namespace is a real __main__ module (pickle and friends
     # look classes up there); this file's own names stay out of it.
-    main_mod = types.ModuleType("__main__")
+    main_mod = type(sys)("__main__")
     user_ns = main_mod.__dict__
     user_ns["__builtins__"] = builtins
     sys.modules["__main__"] = main_mod
     sys.argv = [""]
     sys.path.insert(0, "")  # like a notebook: modules in the cwd import
+    sources = {}
 
-    import warnings
-    warnings.filterwarnings("ignore", message=".*non-interactive.*")
+    def register_sources():
+        lc = sys.modules.get("linecache")
+        if lc is not None:
+            for name, src in sources.items():
+                lc.cache[name] = (len(src), None, src.splitlines(True), name)
 
-    def hang_up():
-        # The host is gone without closing us (a normal close kills us
-        # before it closes the socket): remove the sandbox's files and kill
-        # the whole group, user code included, so nothing is left behind.
-        try:
-            import shutil  # only here: it costs start-up time
-            shutil.rmtree(root, ignore_errors=True)
-        finally:
-            os.killpg(0, signal.SIGKILL)
-            os._exit(1)
-
-    def watchdog():
-        # Notices the hang-up even while user code keeps the main thread.
-        me = os.fstat(sock)
-        p = select.poll()
-        p.register(sock, select.POLLRDHUP)
-        while not p.poll():
-            pass
-        try:
-            st = os.fstat(sock)
-        except OSError:
-            return  # user code closed our socket: nothing left to watch
-        if (st.st_dev, st.st_ino) != (me.st_dev, me.st_ino):
-            return  # ... and reused its number
-        hang_up()
-
-    _thread.start_new_thread(watchdog, ())
-
-    def recv_exact(n):
+    def recv_exact(n, fds):
         chunks = []
         while n > 0:
-            b = os.read(sock, min(n, 1 << 20))
+            if fds is not None and not fds:
+                b, anc, _flags, _addr = sock.recvmsg(
+                    n, _socket.CMSG_SPACE(16))
+                for level, kind, data in anc:
+                    if level == _socket.SOL_SOCKET and \
+                            kind == _socket.SCM_RIGHTS:
+                        for i in range(0, len(data) - 3, 4):
+                            fds.append(int.from_bytes(
+                                data[i:i + 4], sys.byteorder, signed=True))
+            else:
+                b = sock.recv(min(n, 1 << 20))
             if not b:
                 return None
             chunks.append(b)
@@ -131,14 +629,14 @@ def _worker():
         return b"".join(chunks)
 
     def send_frame(payload):
-        data = len(payload).to_bytes(4, "big") + payload
-        mv = memoryview(data)
-        while mv:
-            mv = mv[os.write(sock, mv):]
+        sock.sendall(len(payload).to_bytes(4, "big") + payload)
 
     def format_exc(e):
         # The traceback as the user would see it: without this file's
         # frames at its head.
+        import linecache  # noqa: F401 (register_sources fills its cache)
+        import traceback
+        register_sources()
         if isinstance(e, SyntaxError):
             return "".join(traceback.format_exception_only(type(e), e))
         tb = e.__traceback__
@@ -147,17 +645,19 @@ def _worker():
         return "".join(traceback.format_exception(type(e), e, tb))
 
     def run_code(src, fname):
-        # -> "ok" or "error"; output goes to the capture file.
-        linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+        # -> "ok" or "error"; output goes to the capture pipe.
+        sources[fname] = src
+        register_sources()
         try:
-            tree = ast.parse(src, fname, "exec")
+            tree = compile(src, fname, "exec", _ast.PyCF_ONLY_AST)
             last = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
-            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            if tree.body and isinstance(tree.body[-1], _ast.Expr):
+                last = _ast.Expression(tree.body.pop().value)
+            flags = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             body = compile(tree, fname, "exec", flags=flags)
             tail = compile(last, fname, "eval", flags=flags) if last else None
         except (SyntaxError, ValueError) as e:  # ValueError: NUL in source
+            import traceback
             err.write("".join(traceback.format_exception_only(type(e), e)))
             return "error"
         try:
@@ -210,7 +710,7 @@ def _worker():
                     err.write("[figure %s not returned: image limit "
                               "reached]\n" % num)
                 else:
-                    images.append({"mime": "image/png", "data": b64})
+                    images.append(b64)
                     total += len(b64)
             except Exception as e:
                 err.write("[figure %s could not be rendered: %r]\n" % (num, e))
@@ -221,70 +721,26 @@ def _worker():
                     pass
         return images
 
-    def list_files():
-        names = []
-        name_bytes = 0
-        scanned = 0
-        stack = [(data_dir, "", 0)]
-        while stack:
-            path, rel, depth = stack.pop()
-            try:
-                entries = list(os.scandir(path))
-            except OSError:
-                continue
-            for e in entries:
-                scanned += 1
-                if scanned > MAX_SCAN or len(names) >= MAX_FILES:
-                    return sorted(names)
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        if depth < MAX_DEPTH and e.name != "__pycache__":
-                            stack.append((e.path, rel + e.name + "/",
-                                          depth + 1))
-                    elif e.is_file(follow_symlinks=False):
-                        name = rel + e.name
-                        try:
-                            name.encode("utf-8")
-                        except UnicodeEncodeError:
-                            name = name.encode("utf-8", "surrogateescape") \
-                                .decode("utf-8", "backslashreplace")
-                        name_bytes += len(json.dumps(name))
-                        if name_bytes > MAX_NAME_BYTES:
-                            return sorted(names)
-                        names.append(name)
-                except OSError:
-                    pass
-        return sorted(names)
-
-    def open_capture():
-        os.makedirs(run_dir, mode=0o700, exist_ok=True)
-        try:
-            os.unlink(out_path)
-        except FileNotFoundError:
-            pass
-        fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
-                     os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.dup2(fd, 1)  # inheritable: subprocesses write here too
-        os.dup2(fd, 2)
-        os.close(fd)
-
     cell = 0
     while True:
-        hdr = recv_exact(4)
+        fds = []
+        hdr = recv_exact(4, fds)
         if hdr is None:
             break
-        payload = recv_exact(int.from_bytes(hdr, "big"))
-        if payload is None:
-            break
-        if payload[:1] != b"E" or len(payload) < 5:
-            break  # not our client: stop rather than guess
-        seq = int.from_bytes(payload[1:5], "big")
+        payload = recv_exact(int.from_bytes(hdr, "big"), None)
+        for fd in fds[1:]:
+            os.close(fd)
+        if payload is None or payload[:1] != b"E" or len(payload) < 5 \
+                or not fds:
+            break  # not our supervisor: stop rather than guess
+        seq = payload[1:5]
         cell += 1
         images = []
-        files = []
         status = "error"
         try:
-            open_capture()
+            os.dup2(fds[0], 1)  # inheritable: subprocesses write here too
+            os.dup2(fds[0], 2)
+            os.close(fds[0])
             reset_streams()
             status = run_code(payload[5:].decode("utf-8", "replace"),
                               "<cell-%d>" % cell)
@@ -292,7 +748,6 @@ def _worker():
                 os._exit(0)  # a fork() in user code must not answer for us
             reset_streams()
             images = collect_figures()
-            files = list_files()
         except BaseException as e:  # a fault of the worker itself
             if os.getpid() != my_pid:
                 os._exit(0)
@@ -304,10 +759,13 @@ def _worker():
         finally:
             os.dup2(null_fd, 1)
             os.dup2(null_fd, 2)
-        resp = {"seq": seq, "status": status, "images": images,
-                "files": files}
-        send_frame(json.dumps(resp).encode("ascii"))
-    hang_up()
+        resp = '{"status":"%s","images":[%s]}' % (status, ",".join(
+            '{"mime":"image/png","data":"%s"}' % b for b in images))
+        send_frame(seq + resp.encode("ascii"))
+    os._exit(0)
 
 
-_worker()
+if sys.argv[1] == "worker":
+    _worker()
+else:
+    _supervisor()

@@ -360,12 +360,12 @@ FORGED_TOOL = {"type": "function", "name": "python", "description": "The program
 def test_program_tool_named_python_is_never_executed(fake, tmp_path):
     """The program has its own function tool `python` and asks for
     code_interpreter: codeshim's tool becomes codeshim_python, and a call to
-    the program's `python` is handed back, never run."""
-    mark = tmp_path / "executed"
-    code = "open(%r, 'w').write('x')\nprint('ran')\n" % str(mark)
+    the program's `python` is handed back, never run (no execution item, no
+    output ever sent upstream); the control shows the same code does run
+    through codeshim's own tool."""
+    code = "open('executed', 'w').write('x')\nimport os\nprint('ran', os.path.exists('executed'))\n"
     tools = [FORGED_TOOL, CI_TOOL]
     r = ours(fake.url + "/responses", req(blocks(code), tools=tools))
-    assert not mark.exists()
     [fc] = r["output"]
     assert fc["type"] == "function_call" and fc["name"] == "python"
     assert json.loads(fc["arguments"]) == {"code": code}
@@ -379,9 +379,8 @@ def test_program_tool_named_python_is_never_executed(fake, tmp_path):
     # control: the same code through codeshim's own tool does run
     fake.clear()
     r = ours(fake.url + "/responses", req(blocks(code), tools=[CI_TOOL, FORGED_TOOL]))
-    assert mark.exists()
     [ci] = ci_items(r)
-    assert_ci(ci, code, "ran\n")
+    assert logs_of(ci).startswith("ran True\n")
     assert_no_internal(r, tool="codeshim_python")
     assert_clean_upstream(fake, tool="codeshim_python", n=2)
 

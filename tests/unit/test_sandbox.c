@@ -1,6 +1,7 @@
 /* test_sandbox.c - the sandbox layer (sandbox.c + the local backend) against
- * Debian's /usr/bin/python3: notebook semantics, capture, isolation of the
- * environment and fds, timeouts, crashes, caps, cleanup. */
+ * Debian's /usr/bin/python3: notebook semantics, capture, the environment
+ * and fds, timeouts, crashes, caps, files, cleanup. The attacks on the
+ * isolation itself are in test_sandbox_escape.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,95 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char g_tmpdir[256];
-
-static const char *no_env(const char *name, void *ctx)
-{
-    (void)name;
-    (void)ctx;
-    return NULL;
-}
-
-static void make_cfg(struct shim_config *c)
-{
-    shim_config_parse(c, no_env, NULL, NULL);
-    snprintf(c->tmpdir, sizeof(c->tmpdir), "%s", g_tmpdir);
-    c->exec_timeout_s = 20;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static struct shim_sandbox *open_sb(const struct shim_config *c)
-{
-    struct shim_sandbox *sb = NULL;
-
-    assert_int_equal(shim_sandbox_open(c, &sb), 0);
-    assert_non_null(sb);
-    return sb;
-}
-
-/* Runs code, asserts a result came back. */
-static void run(struct shim_sandbox *sb, const char *code,
-                struct shim_exec_result *r)
-{
-    assert_int_equal(shim_sandbox_exec(sb, code, strlen(code), r), 0);
-    assert_non_null(r->logs);
-    assert_int_equal(strlen(r->logs), r->logs_len);
-}
-
-/* Runs code expecting status st and logs exactly want. */
-static void expect(struct shim_sandbox *sb, const char *code,
-                   enum shim_exec_status st, const char *want)
-{
-    struct shim_exec_result r;
-
-    run(sb, code, &r);
-    if (r.status != st || strcmp(r.logs, want))
-        print_error("code: %s\nstatus %d, logs:\n%s\n", code, r.status,
-                    r.logs);
-    assert_int_equal(r.status, st);
-    assert_string_equal(r.logs, want);
-    shim_exec_result_free(&r);
-}
-
-static int dir_is_empty(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *e;
-    int n = 0;
-
-    if (!d)
-        return 0;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n == 0;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(g_tmpdir, sizeof(g_tmpdir), "/tmp/codeshim-test-XXXXXX");
-    return mkdtemp(g_tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    int empty = dir_is_empty(g_tmpdir);
-
-    (void)state;
-    if (!empty)
-        fprintf(stderr, "sandbox directories left behind in %s\n", g_tmpdir);
-    else
-        rmdir(g_tmpdir);
-    return empty ? 0 : -1;
-}
+#include "test_sandbox_util.h"
 
 static void test_print_and_value(void **state)
 {
@@ -296,15 +210,16 @@ static void test_clean_env(void **state)
     assert_null(strstr(r.logs, "LD_PRELOAD"));
     assert_null(strstr(r.logs, "CODESHIM"));
     assert_string_equal(r.logs, "['HOME', 'LANG', 'MPLBACKEND', 'PATH', "
-                                "'PYTHONDONTWRITEBYTECODE', 'TMPDIR']\n");
+                                "'PWD', 'PYTHONDONTWRITEBYTECODE', 'TMPDIR', "
+                                "'USER']\n");
     shim_exec_result_free(&r);
     expect(sb, "import subprocess\n"
                "print(subprocess.run(['env'], capture_output=True, "
                "text=True).stdout.count('OPENAI'))",
            SHIM_EXEC_OK, "0\n");
-    expect(sb, "import os\nos.environ['TMPDIR'].startswith("
-               "os.path.dirname(os.getcwd()))",
-           SHIM_EXEC_OK, "True\n");
+    expect(sb, "import os\n(os.environ['TMPDIR'], os.environ['HOME'], "
+               "os.getcwd(), os.environ['MPLBACKEND'])",
+           SHIM_EXEC_OK, "('/tmp', '/home/sandbox', '/mnt/data', 'Agg')\n");
     unsetenv("OPENAI_API_KEY");
     unsetenv("CODESHIM_SECRET");
     unsetenv("PYTHONSTARTUP");
@@ -427,8 +342,8 @@ static void test_worker_death(void **state)
     run(sb, "import os\nos.closerange(3, 1024)", &r);
     assert_int_equal(r.status, SHIM_EXEC_FAILED);
     shim_exec_result_free(&r);
-    run(sb, "import os, shutil\nshutil.rmtree(os.path.dirname(os.getcwd()))\n"
-            "os._exit(1)",
+    run(sb, "import os, shutil\nfor n in os.listdir('.'):\n"
+            "    shutil.rmtree(n, ignore_errors=True)\nos._exit(1)",
         &r);
     assert_int_equal(r.status, SHIM_EXEC_FAILED);
     shim_exec_result_free(&r);
@@ -593,53 +508,43 @@ static void test_children_killed_on_close(void **state)
     struct shim_config c;
     struct shim_sandbox *sb;
     struct shim_exec_result r;
-    pid_t pid, w = 0;
-    int st = 0, i;
 
     (void)state;
-    /* Orphans come to us, not to an init that may never reap them, so
-     * the child's death can be observed exactly. */
-    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
     make_cfg(&c);
     sb = open_sb(&c);
-    run(sb, "import subprocess\np = subprocess.Popen(['sleep', '100'])\n"
-            "print(p.pid)",
+    /* a plain child, and a daemon in a session of its own */
+    run(sb, "import subprocess\nsubprocess.Popen(['sleep', '1000.201'])\n"
+            "subprocess.Popen(['sleep', '1000.202'], start_new_session=True)\n"
+            "print('ok')",
         &r);
     assert_int_equal(r.status, SHIM_EXEC_OK);
-    pid = (pid_t)atoi(r.logs);
     shim_exec_result_free(&r);
-    assert_true(pid > 0);
-    assert_int_equal(kill(pid, 0), 0);
+    assert_int_equal(count_host_procs("sleep", "1000.201", NULL), 1);
+    assert_int_equal(count_host_procs("sleep", "1000.202", NULL), 1);
     shim_sandbox_close(sb);
-    for (i = 0; i < 300 && w != pid; i++) {
-        w = waitpid(pid, &st, WNOHANG);
-        if (w != pid)
-            usleep(10 * 1000);
-    }
-    assert_int_equal(w, pid);
-    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-    assert_int_equal(kill(pid, 0), -1);
-    assert_int_equal(errno, ESRCH);
+    /* close waits for the sandbox to end: nothing is left, right away */
+    assert_int_equal(count_host_procs("sleep", "1000.201", NULL), 0);
+    assert_int_equal(count_host_procs("sleep", "1000.202", NULL), 0);
 
     /* the same after a timeout, with the sandbox still open */
     c.exec_timeout_s = 1;
     sb = open_sb(&c);
-    run(sb, "import subprocess\np = subprocess.Popen(['sleep', '100'])\n"
-            "print(p.pid, flush=True)\nwhile True: pass",
+    run(sb, "import subprocess\nsubprocess.Popen(['sleep', '1000.203'], "
+            "start_new_session=True)\nprint('started', flush=True)\n"
+            "while True: pass",
         &r);
     assert_int_equal(r.status, SHIM_EXEC_TIMEOUT);
-    pid = (pid_t)atoi(r.logs);
     shim_exec_result_free(&r);
-    assert_true(pid > 0);
-    for (w = 0, i = 0; i < 300 && w != pid; i++) {
-        w = waitpid(pid, &st, WNOHANG);
-        if (w != pid)
-            usleep(10 * 1000);
-    }
-    assert_int_equal(w, pid);
-    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_int_equal(count_host_procs("sleep", "1000.203", NULL), 0);
+    /* and the sandbox sees no process but its own PID 1 and the new
+     * interpreter */
+    expect(sb, "import os\nsorted(int(p) for p in os.listdir('/proc') "
+               "if p.isdigit() and int(p) != os.getpid())",
+           SHIM_EXEC_OK,
+           "[Note: the Python interpreter was restarted before this "
+           "execution; its earlier state (variables, imports) was lost. Files "
+           "in the working directory were kept.]\n[1]\n");
     shim_sandbox_close(sb);
-    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
 static void test_workdir(void **state)
@@ -647,7 +552,7 @@ static void test_workdir(void **state)
     struct shim_config c;
     struct shim_sandbox *sb;
     struct shim_exec_result r;
-    char cwd[1024], outside[512], keep[600], code[1024], *nl;
+    char outside[512], keep[600], code[2048];
     struct stat st;
     FILE *f;
 
@@ -660,41 +565,182 @@ static void test_workdir(void **state)
     f = fopen(keep, "w");
     assert_non_null(f);
     fclose(f);
+    /* the host directory does not exist in the sandbox; a link to it is a
+     * dangling link, neither listed nor followed */
     snprintf(code, sizeof(code),
              "import os\nopen('out.txt', 'w').write('x')\n"
              "os.makedirs('sub/deeper', exist_ok=True)\n"
              "open('sub/deeper/b.csv', 'w').write('y')\n"
-             "os.symlink('%s', 'link')\n"
+             "os.symlink('%s', 'link')\nos.symlink('/etc/passwd', 'pw')\n"
              "os.makedirs('locked/inner')\nos.chmod('locked', 0)\n"
-             "print(os.getcwd())",
-             outside);
+             "print(os.getcwd(), os.path.exists('%s'))",
+             outside, keep);
     run(sb, code, &r);
     assert_int_equal(r.status, SHIM_EXEC_OK);
-    nl = strchr(r.logs, '\n');
-    assert_non_null(nl);
-    *nl = '\0';
-    snprintf(cwd, sizeof(cwd), "%s", r.logs);
+    assert_string_equal(r.logs,
+                        "/mnt/data False\n"
+                        "[files in /mnt/data: out.txt, sub/deeper/b.csv]\n");
     assert_int_equal(r.nfiles, 2);
     assert_string_equal(r.files[0], "out.txt");
     assert_string_equal(r.files[1], "sub/deeper/b.csv");
+    assert_true(r.files_changed);
     shim_exec_result_free(&r);
 
-    /* cwd is <tmpdir>/codeshim-XXXXXX/data, private to us */
-    assert_true(!strncmp(cwd, g_tmpdir, strlen(g_tmpdir)));
-    assert_non_null(strstr(cwd, "/codeshim-"));
-    assert_int_equal(stat(cwd, &st), 0);
-    assert_true(S_ISDIR(st.st_mode));
-    *strrchr(cwd, '/') = '\0'; /* the sandbox root */
-    assert_int_equal(stat(cwd, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0700);
+    /* no change, no line; a changed file (same name) is a change */
+    run(sb, "print(len(os.listdir('.')))", &r);
+    assert_string_equal(r.logs, "5\n");
+    assert_false(r.files_changed);
+    assert_int_equal(r.nfiles, 2);
+    shim_exec_result_free(&r);
+    expect(sb, "open('out.txt', 'a').write('more')\nNone", SHIM_EXEC_OK,
+           "[files in /mnt/data: out.txt, sub/deeper/b.csv]\n");
+    /* removing all files: nothing to list */
+    run(sb, "import shutil\nos.chmod('locked', 0o700)\n"
+            "for n in os.listdir('.'):\n"
+            "    (shutil.rmtree if os.path.isdir(n) and not os.path.islink(n)"
+            " else os.remove)(n)",
+        &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_string_equal(r.logs, "");
+    assert_int_equal(r.nfiles, 0);
+    assert_true(r.files_changed);
+    shim_exec_result_free(&r);
+    /* many files: the line stays short and says how many more */
+    run(sb, "for i in range(300): open('file-%03d.txt' % i, 'w').close()",
+        &r);
+    assert_int_equal(r.nfiles, 300);
+    assert_true(r.logs_len < 1100);
+    assert_non_null(strstr(r.logs, "[files in /mnt/data: file-000.txt, "));
+    assert_non_null(strstr(r.logs, " more]\n"));
+    shim_exec_result_free(&r);
+    /* files survive an interpreter restart */
+    run(sb, "os._exit(0)", &r);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    shim_exec_result_free(&r);
+    expect_in(sb, "import os\nlen(os.listdir('.'))", SHIM_EXEC_OK, "\n300\n");
 
     shim_sandbox_close(sb);
-    assert_int_equal(stat(cwd, &st), -1);
-    assert_int_equal(errno, ENOENT);
-    /* the symlink was removed, not followed */
+    /* the host's directory was not touched */
     assert_int_equal(stat(keep, &st), 0);
     unlink(keep);
     rmdir(outside);
+}
+
+struct thread_arg {
+    struct shim_config *c;
+    struct shim_sandbox *sb;
+    int rc;
+};
+
+static void *open_and_run(void *p)
+{
+    struct thread_arg *a = p;
+    struct shim_exec_result r;
+
+    a->rc = shim_sandbox_open(a->c, &a->sb);
+    if (a->rc == 0) {
+        a->rc = shim_sandbox_exec(a->sb, "x = 5", 5, &r);
+        if (a->rc == 0 && r.status != SHIM_EXEC_OK)
+            a->rc = -1;
+        shim_exec_result_free(&r);
+    }
+    return NULL;
+}
+
+static void *close_it(void *p)
+{
+    shim_sandbox_close(((struct thread_arg *)p)->sb);
+    return NULL;
+}
+
+/* A sandbox opened by a thread that then ends lives on: other threads use
+ * and close it. */
+static void test_other_threads(void **state)
+{
+    struct shim_config c;
+    struct thread_arg a = {.c = &c};
+    pthread_t t;
+
+    (void)state;
+    make_cfg(&c);
+    assert_int_equal(pthread_create(&t, NULL, open_and_run, &a), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(a.rc, 0);
+    usleep(100 * 1000);
+    expect(a.sb, "import subprocess\nsubprocess.Popen(['sleep', '1000.211'])\n"
+                 "x + 1", SHIM_EXEC_OK, "6\n");
+    assert_int_equal(pthread_create(&t, NULL, close_it, &a), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(count_host_procs("sleep", "1000.211", NULL), 0);
+}
+
+static const char *const *g_env;
+
+static const char *table_env(const char *name, void *ctx)
+{
+    size_t i;
+
+    (void)ctx;
+    for (i = 0; g_env[i]; i += 2)
+        if (!strcmp(g_env[i], name))
+            return g_env[i + 1];
+    return NULL;
+}
+
+static void count_warning(const char *msg, void *ctx)
+{
+    (void)msg;
+    ++*(int *)ctx;
+}
+
+/* The sandbox's settings: defaults, sizes with suffixes, bad values. */
+static void test_config_limits(void **state)
+{
+    static const char *const defaults[] = {NULL};
+    static const char *const set[] = {
+        "CODESHIM_MEMORY", "512M", "CODESHIM_PROCS", "64",
+        "CODESHIM_FILE_SIZE", "10MiB", "CODESHIM_DISK", "2g",
+        "CODESHIM_CPU_TIME", "90", "CODESHIM_UNSAFE_NO_ISOLATION", "1",
+        "CODESHIM_BWRAP", "/opt/bwrap", NULL};
+    static const char *const bad[] = {
+        "CODESHIM_MEMORY", "1M", "CODESHIM_PROCS", "3",
+        "CODESHIM_FILE_SIZE", "12X", "CODESHIM_DISK", "-5G",
+        "CODESHIM_CPU_TIME", "0", "CODESHIM_UNSAFE_NO_ISOLATION", "0", NULL};
+    struct shim_config c;
+    int warnings = 0;
+
+    (void)state;
+    g_env = defaults;
+    shim_config_parse(&c, table_env, count_warning, &warnings);
+    assert_int_equal(warnings, 0);
+    assert_true(c.memory_limit == 1ULL << 30);
+    assert_int_equal(c.procs_limit, 256);
+    assert_true(c.file_size_limit == 512ULL << 20);
+    assert_true(c.disk_limit == 1ULL << 30);
+    assert_int_equal(c.cpu_time_s, 3600);
+    assert_int_equal(c.unsafe_no_isolation, 0);
+    assert_string_equal(c.bwrap, "/usr/bin/bwrap");
+
+    g_env = set;
+    shim_config_parse(&c, table_env, count_warning, &warnings);
+    assert_int_equal(warnings, 0);
+    assert_true(c.memory_limit == 512ULL << 20);
+    assert_int_equal(c.procs_limit, 64);
+    assert_true(c.file_size_limit == 10ULL << 20);
+    assert_true(c.disk_limit == 2ULL << 30);
+    assert_int_equal(c.cpu_time_s, 90);
+    assert_int_equal(c.unsafe_no_isolation, 1);
+    assert_string_equal(c.bwrap, "/opt/bwrap");
+
+    g_env = bad; /* each logged, each default */
+    shim_config_parse(&c, table_env, count_warning, &warnings);
+    assert_int_equal(warnings, 5);
+    assert_true(c.memory_limit == 1ULL << 30);
+    assert_int_equal(c.procs_limit, 256);
+    assert_true(c.file_size_limit == 512ULL << 20);
+    assert_true(c.disk_limit == 1ULL << 30);
+    assert_int_equal(c.cpu_time_s, 3600);
+    assert_int_equal(c.unsafe_no_isolation, 0);
 }
 
 static void test_matplotlib(void **state)
@@ -808,6 +854,8 @@ int main(void)
         cmocka_unit_test(test_output_cap),
         cmocka_unit_test(test_children_killed_on_close),
         cmocka_unit_test(test_workdir),
+        cmocka_unit_test(test_other_threads),
+        cmocka_unit_test(test_config_limits),
         cmocka_unit_test(test_matplotlib),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_timing),

@@ -1,0 +1,12 @@
+# bench.mk - the sandbox benchmark (owned by the sandbox layer); included by
+# the top Makefile. `make bench-sandbox [N=30]` prints median and spread of
+# a bare Python start, a cold sandbox (open + first execution), a warm
+# execution, the execution after a timeout, and close. Measured, never
+# asserted.
+$(BUILD)/bench/sandbox_bench: bench/sandbox_bench.c $(BUILD)/libcodeshim_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
+
+.PHONY: bench-sandbox
+bench-sandbox: $(BUILD)/bench/sandbox_bench
+	@$(BUILD)/bench/sandbox_bench $(or $(N),30)

@@ -46,7 +46,10 @@ int shim_deliver_head(struct shim_buf *out, long status, long http_version,
     const char *p = upstream_head, *end = upstream_head + head_len;
     int rc = 0, first = 1;
 
-    if (!upstream_head || !head_len) {
+    if (content_type && strpbrk(content_type, "\r\n")) /* no header injection */
+        content_type = "application/octet-stream";
+    /* a block that does not open with a status line gets ours */
+    if (!upstream_head || head_len < 5 || memcmp(upstream_head, "HTTP/", 5)) {
         rc |= shim_buf_addf(out, "%s %ld %s\r\n",
                             http_version >= CURL_HTTP_VERSION_2_0 ? "HTTP/2" : "HTTP/1.1",
                             status, reason(status));

@@ -20,6 +20,10 @@ void shim_json_set(cJSON *obj, const char *key, cJSON *val)
 {
     if (!val)
         return;
+    if (!cJSON_IsObject(obj)) { /* nowhere to put it: it was ours to free */
+        cJSON_Delete(val);
+        return;
+    }
     if (cJSON_GetObjectItemCaseSensitive(obj, key))
         cJSON_ReplaceItemInObjectCaseSensitive(obj, key, val);
     else
@@ -29,11 +33,16 @@ void shim_json_set(cJSON *obj, const char *key, cJSON *val)
 long long shim_json_int(const cJSON *obj, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
-}
+    double d;
 
-void shim_json_add_int(cJSON *dst, const cJSON *src, const char *key)
-{
-    long long sum = shim_json_int(dst, key) + shim_json_int(src, key);
-    shim_json_set(dst, key, cJSON_CreateNumber((double)sum));
+    if (!cJSON_IsNumber(v))
+        return 0;
+    d = v->valuedouble; /* untrusted: clamp before converting (UB otherwise) */
+    if (d != d)
+        return 0;
+    if (d >= 9.2e18)
+        return 9200000000000000000LL;
+    if (d <= -9.2e18)
+        return -9200000000000000000LL;
+    return (long long)d;
 }

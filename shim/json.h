@@ -10,11 +10,10 @@
 cJSON *shim_json_parse(const char *p, size_t n);
 /* String member or NULL (borrowed). */
 const char *shim_json_str(const cJSON *obj, const char *key);
-/* Sets obj[key] = val, replacing any existing member; takes val. */
+/* Sets obj[key] = val, replacing any existing member; takes val (freed
+ * when obj is not an object). */
 void shim_json_set(cJSON *obj, const char *key, cJSON *val);
-/* Integer member (0 when absent or not a number). */
+/* Integer member (0 when absent or not a number; clamped to +-9.2e18). */
 long long shim_json_int(const cJSON *obj, const char *key);
-/* Adds the integer at src[key] to dst[key] (creating it as needed). */
-void shim_json_add_int(cJSON *dst, const cJSON *src, const char *key);
 
 #endif

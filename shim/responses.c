@@ -13,6 +13,7 @@
  * the program sent them; usage summed over all upstream calls. */
 #include "conv.h"
 #include "json.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +62,24 @@ static char *logs_of(const cJSON *item)
     return s;
 }
 
+/* The call id a replayed code_interpreter_call gets: "call_" + its id
+ * without "ci_" when that is short and plain, else a hash of the id (ids
+ * come from the program: never cut one inside a UTF-8 character). */
+static void history_call_id(const char *id, char *out, size_t n)
+{
+    const char *s = id ? (strncmp(id, "ci_", 3) ? id : id + 3) : "history";
+    size_t len = strlen(s);
+
+    if (len && len <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_-") == len) {
+        snprintf(out, n, "call_%s", s);
+    } else {
+        char h[65];
+        shim_sha256_hex(s, len, h);
+        snprintf(out, n, "call_%.32s", h);
+    }
+}
+
 /* code_interpreter_call history items -> function_call + output pairs.
  * (The array is rebuilt: cJSON 1.7.15's insert misbehaves after a replace.) */
 static void convert_history(cJSON *up, const char *tool)
@@ -82,8 +101,7 @@ static void convert_history(cJSON *up, const char *tool)
         }
         id = shim_json_str(it, "id");
         code = shim_json_str(it, "code");
-        snprintf(call_id, sizeof(call_id), "call_%.80s",
-                 id ? (strncmp(id, "ci_", 3) ? id : id + 3) : "history");
+        history_call_id(id, call_id, sizeof(call_id));
         args = cJSON_CreateObject();
         cJSON_AddStringToObject(args, "code", code ? code : "");
         argstr = cJSON_PrintUnformatted(args);

@@ -40,6 +40,8 @@ void shim_stream_free(struct shim_stream *s)
     cJSON_Delete(s->snap);
     cJSON_Delete(s->done);
     s->chunk = s->snap = s->done = NULL;
+    free(s->id);
+    s->id = NULL;
 }
 
 static int send_raw(struct shim_stream *s, const char *p, size_t n)
@@ -99,6 +101,22 @@ static size_t piece(const char *p, size_t left)
     while (n < left && ((unsigned char)p[n] & 0xC0) == 0x80)
         n++;
     return n;
+}
+
+/* The stream keeps the first reply's id whole (a cut could split a UTF-8
+ * character), or mints one when the reply has none. */
+static void set_id(struct shim_stream *s, const char *id, const char *prefix, size_t nhex)
+{
+    char minted[80];
+
+    free(s->id);
+    if (!id) {
+        shim_id_make(minted, sizeof(minted), prefix, nhex);
+        id = minted;
+    }
+    s->id = strdup(id);
+    if (!s->id)
+        s->id = strdup(prefix); /* out of memory: still a string */
 }
 
 /* ---------------- Responses ---------------- */
@@ -280,10 +298,7 @@ static int r_start(struct shim_stream *s, const cJSON *req, const cJSON *first)
     const char *id = shim_json_str(first, "id");
     cJSON *e;
 
-    if (id)
-        snprintf(s->id, sizeof(s->id), "%s", id);
-    else
-        shim_id_make(s->id, sizeof(s->id), "resp_", 48);
+    set_id(s, id, "resp_", 48);
     s->snap = snapshot(s, req, first);
     e = event("response.created");
     cJSON_AddItemToObject(e, "response", cJSON_Duplicate(s->snap, 1));
@@ -379,10 +394,7 @@ static int c_start(struct shim_stream *s, const cJSON *first)
     const cJSON *created = cJSON_GetObjectItemCaseSensitive(first, "created");
     cJSON *d;
 
-    if (id)
-        snprintf(s->id, sizeof(s->id), "%s", id);
-    else
-        shim_id_make(s->id, sizeof(s->id), "chatcmpl-", 29);
+    set_id(s, id, "chatcmpl-", 29);
     s->chunk = cJSON_CreateObject();
     cJSON_AddStringToObject(s->chunk, "id", s->id);
     cJSON_AddStringToObject(s->chunk, "object", "chat.completion.chunk");

@@ -39,7 +39,7 @@ struct shim_stream {
     cJSON *chunk;       /* Chat: the chunk skeleton (id, created, model...) */
     cJSON *snap;        /* Responses: the in-progress response snapshot */
     cJSON *done;        /* Responses: output items finished so far */
-    char id[160];       /* the stream's response id */
+    char *id;           /* the stream's response id (owned) */
 };
 
 void shim_stream_init(struct shim_stream *s, enum shim_api api,

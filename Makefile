@@ -80,7 +80,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit exports integration
+	@$(MAKE) --no-print-directory unit exports integration fuzz-short
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -108,3 +108,7 @@ install: all install-cli
 
 clean:
 	rm -rf $(BUILD)
+
+# Sanitizer builds and the engine fuzzer (build-asan/): make asan, make fuzz
+# (long), make fuzz-short (CI-sized, part of make test), make fuzz-replay.
+include tests/fuzz/fuzz.mk

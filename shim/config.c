@@ -185,6 +185,7 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->cpu_time_s = (int)get_num(&p, "CODESHIM_CPU_TIME", 3600, 1, 7 * 86400);
     c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
     get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
+    c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
 }
 
 char **shim_config_own_env(void)

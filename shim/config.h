@@ -39,6 +39,7 @@ struct shim_config {
     int cpu_time_s;                     /* CODESHIM_CPU_TIME: per process */
     int unsafe_no_isolation;            /* CODESHIM_UNSAFE_NO_ISOLATION=1 */
     char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */
+    int warm_spare;                     /* CODESHIM_WARM_SPARE: 0|1 */
 };
 
 /* The CODESHIM_* entries of this process's environment ("NAME=value"

@@ -11,7 +11,7 @@ import binascii
 import marshal
 import sys
 
-FILENAME = "<codeshim-sandbox>"  # local.c's bootstrap compiles with it too
+FILENAME = "<codeshim-sandbox>"  # local_jail.c's BOOT_PY compiles with it too
 
 
 def c_string(data):

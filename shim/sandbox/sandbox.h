@@ -49,7 +49,9 @@ void shim_exec_result_free(struct shim_exec_result *r);
 /* Creates a sandbox with the backend named by cfg->sandbox. 0 or -errno.
  * Any thread may open, use and close a sandbox (one call at a time per
  * sandbox); the local backend's processes live until close, or until the
- * host process ends (spawn.c). */
+ * host process ends (spawn.c). A process that opens sandboxes repeatedly
+ * gets them from a warm spare started in advance (local_spare.c): still a
+ * fresh sandbox every time. */
 int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out);
 /* Runs code. Returns 0 with *out filled (whatever the code did: errors in
  * the code, timeouts and sandbox failures are reported in out->status and
@@ -59,5 +61,18 @@ int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
 /* "cntr_" + 48 hex, stable for the sandbox's life. Borrowed. */
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb);
 void shim_sandbox_close(struct shim_sandbox *sb);
+
+/* What the local backend did in this process, for tests and benchmarks
+ * (a forked child starts from zero). */
+struct shim_sandbox_stats {
+    unsigned long opened;         /* local sandboxes opened */
+    unsigned long spares_started; /* warm spares started (local_spare.c) */
+    unsigned long spares_taken;   /* opens that got a warm spare */
+    unsigned long spares_dropped; /* spares ended unused: other settings,
+                                     or not healthy */
+    long spare_pid; /* the waiting spare's first process (bwrap), or 0 */
+    int spare_starting; /* a spare is being started */
+};
+void shim_sandbox_stats(struct shim_sandbox_stats *out);
 
 #endif

@@ -1,8 +1,8 @@
 # worker.py - the local sandbox's Python side (owned by shim/sandbox).
 #
 # Embedded into libcodeshim by sandbox.mk (source and bytecode, embed.py)
-# and run through local.c's BOOT_PY, which takes three arguments of its own
-# first; one source, two processes:
+# and run through local_jail.c's BOOT_PY, which takes three arguments of its
+# own first; one source, two processes:
 #   python3 -I -S -B -c <this source> MODE FD TIMEOUT_MS KEEP MEMORY PROCS
 #                                     FILE_SIZE CPU_S DATA_DIR [WFD WPID]
 #       the supervisor. MODE "sandbox": PID 1 of a bubblewrap sandbox (own
@@ -11,7 +11,7 @@
 #       debugging only). WFD/WPID: the first worker, already started.
 #   python3 -I -B -c <this source> worker WFD MODE MEMORY PROCS FILE_SIZE CPU_S
 #       the worker: the first one started together with the supervisor by
-#       local.c's start-up shell (their Python start-ups overlap), later
+#       local_jail.c's start-up shell (their Python start-ups overlap), later
 #       ones by the supervisor, after each loss.
 #
 # The supervisor talks to the host over FD, starts the notebook

@@ -25,25 +25,28 @@ from test_core_responses import (ENV, KEY, blocks, bodies, ci_items, curl_cmd,
                                  final_text, logs_of, ours, outputs_sent, req)
 
 UNIT = [REPO / "build" / "tests" / "test_sandbox",
-        REPO / "build" / "tests" / "test_sandbox_escape"]
+        REPO / "build" / "tests" / "test_sandbox_escape",
+        REPO / "build" / "tests" / "test_sandbox_spare"]
 TEST_USER = "codeshim-test"
 
 
-def host_procs(argv0, arg1):
-    """Host processes whose command line is argv0 (base name) then arg1."""
-    found = []
+def host_args():
+    """(pid, [arguments as bytes]) of every host process."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as f:
-                args = f.read().split(b"\0")
+                yield int(pid), f.read().split(b"\0")
         except OSError:
             continue
-        if len(args) > 1 and os.path.basename(args[0]) == argv0.encode() \
-                and args[1] == arg1.encode():
-            found.append(int(pid))
-    return found
+
+
+def host_procs(argv0, arg1):
+    """Host processes whose command line is argv0 (base name) then arg1."""
+    return [pid for pid, args in host_args()
+            if len(args) > 1 and os.path.basename(args[0]) == argv0.encode()
+            and args[1] == arg1.encode()]
 
 
 def one_call(fake, code, env=None):

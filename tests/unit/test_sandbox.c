@@ -508,6 +508,7 @@ static void test_children_killed_on_close(void **state)
     struct shim_config c;
     struct shim_sandbox *sb;
     struct shim_exec_result r;
+    int i;
 
     (void)state;
     make_cfg(&c);
@@ -519,6 +520,12 @@ static void test_children_killed_on_close(void **state)
         &r);
     assert_int_equal(r.status, SHIM_EXEC_OK);
     shim_exec_result_free(&r);
+    /* Popen returns once the child's execve is under way (vfork): its
+     * command line may show a moment later */
+    for (i = 0; i < 200 && (count_host_procs("sleep", "1000.201", NULL) != 1 ||
+                            count_host_procs("sleep", "1000.202", NULL) != 1);
+         i++)
+        usleep(10 * 1000);
     assert_int_equal(count_host_procs("sleep", "1000.201", NULL), 1);
     assert_int_equal(count_host_procs("sleep", "1000.202", NULL), 1);
     shim_sandbox_close(sb);
@@ -701,11 +708,12 @@ static void test_config_limits(void **state)
         "CODESHIM_MEMORY", "512M", "CODESHIM_PROCS", "64",
         "CODESHIM_FILE_SIZE", "10MiB", "CODESHIM_DISK", "2g",
         "CODESHIM_CPU_TIME", "90", "CODESHIM_UNSAFE_NO_ISOLATION", "1",
-        "CODESHIM_BWRAP", "/opt/bwrap", NULL};
+        "CODESHIM_BWRAP", "/opt/bwrap", "CODESHIM_WARM_SPARE", "0", NULL};
     static const char *const bad[] = {
         "CODESHIM_MEMORY", "1M", "CODESHIM_PROCS", "3",
         "CODESHIM_FILE_SIZE", "12X", "CODESHIM_DISK", "-5G",
-        "CODESHIM_CPU_TIME", "0", "CODESHIM_UNSAFE_NO_ISOLATION", "0", NULL};
+        "CODESHIM_CPU_TIME", "0", "CODESHIM_UNSAFE_NO_ISOLATION", "0",
+        "CODESHIM_WARM_SPARE", "yes", NULL};
     struct shim_config c;
     int warnings = 0;
 
@@ -720,6 +728,7 @@ static void test_config_limits(void **state)
     assert_int_equal(c.cpu_time_s, 3600);
     assert_int_equal(c.unsafe_no_isolation, 0);
     assert_string_equal(c.bwrap, "/usr/bin/bwrap");
+    assert_int_equal(c.warm_spare, 1);
 
     g_env = set;
     shim_config_parse(&c, table_env, count_warning, &warnings);
@@ -731,16 +740,18 @@ static void test_config_limits(void **state)
     assert_int_equal(c.cpu_time_s, 90);
     assert_int_equal(c.unsafe_no_isolation, 1);
     assert_string_equal(c.bwrap, "/opt/bwrap");
+    assert_int_equal(c.warm_spare, 0);
 
     g_env = bad; /* each logged, each default */
     shim_config_parse(&c, table_env, count_warning, &warnings);
-    assert_int_equal(warnings, 5);
+    assert_int_equal(warnings, 6);
     assert_true(c.memory_limit == 1ULL << 30);
     assert_int_equal(c.procs_limit, 256);
     assert_true(c.file_size_limit == 512ULL << 20);
     assert_true(c.disk_limit == 1ULL << 30);
     assert_int_equal(c.cpu_time_s, 3600);
     assert_int_equal(c.unsafe_no_isolation, 0);
+    assert_int_equal(c.warm_spare, 1);
 }
 
 static void test_matplotlib(void **state)

@@ -675,6 +675,7 @@ static void test_between_sandboxes(void **state)
     struct shim_sandbox *a, *b;
     struct shim_exec_result r;
     uid_t ua = 0, ub = 0;
+    int i;
 
     (void)state;
     make_cfg(&c);
@@ -713,6 +714,11 @@ static void test_between_sandboxes(void **state)
     assert_int_equal(count_host_procs("sleep", "1000.401", &ua), 1);
     run(b, "import subprocess\nsubprocess.Popen(['sleep', '1000.402'])", &r);
     shim_exec_result_free(&r);
+    /* Popen returns once the child's execve is under way (vfork): its
+     * command line may show a moment later */
+    for (i = 0; i < 200 && count_host_procs("sleep", "1000.402", NULL) != 1;
+         i++)
+        usleep(10 * 1000);
     assert_int_equal(count_host_procs("sleep", "1000.402", &ub), 1);
     if (geteuid() == 0) {
         /* each sandbox runs as a fresh unprivileged uid of its own */

@@ -1,0 +1,190 @@
+/* local_exec.c - one execution in a local sandbox: the sandbox is checked
+ * (nothing may arrive between executions), started again if it was lost
+ * and waited for; the code goes out as one request frame; the reply, with
+ * a backstop deadline of the time limit plus GRACE_S, becomes the result:
+ * status, output, images, the files in /mnt/data. A supervisor that does
+ * not answer as it must ends the whole sandbox (the next execution starts
+ * a new one and says so). The first execution of a sandbox that is due
+ * to have a warm spare prepared after it asks for it (local_spare.c). The
+ * texts are local_msg.c's. */
+#include "local_int.h"
+
+#include <cjson/cJSON.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CODE_MAX (64u << 20)
+#define MAX_IMAGES 16
+#define MAX_FILES 1000
+
+static int is_base64(const char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '+' || *s == '/' || *s == '='))
+            return 0;
+    return 1;
+}
+
+static int take_images(const cJSON *worker, struct shim_exec_result *out)
+{
+    const cJSON *images = cJSON_GetObjectItemCaseSensitive(worker, "images");
+    const cJSON *it;
+
+    if (!cJSON_IsArray(images))
+        return -EPROTO;
+    out->images = calloc(MAX_IMAGES, sizeof(*out->images));
+    if (!out->images)
+        return -ENOMEM;
+    cJSON_ArrayForEach(it, images)
+    {
+        const cJSON *mime = cJSON_GetObjectItemCaseSensitive(it, "mime");
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(it, "data");
+        struct shim_exec_image *img;
+
+        if (out->nimages >= MAX_IMAGES)
+            break;
+        if (!cJSON_IsString(mime) || strcmp(mime->valuestring, "image/png") ||
+            !cJSON_IsString(data) || !is_base64(data->valuestring))
+            continue;
+        img = &out->images[out->nimages];
+        img->mime = strdup("image/png");
+        img->base64 = strdup(data->valuestring);
+        if (!img->mime || !img->base64) {
+            free(img->mime);
+            free(img->base64);
+            img->mime = img->base64 = NULL;
+            return -ENOMEM;
+        }
+        out->nimages++;
+    }
+    return 0;
+}
+
+static int take_files(const cJSON *meta, struct shim_exec_result *out)
+{
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(meta, "files");
+    const cJSON *it;
+
+    if (!cJSON_IsArray(files))
+        return -EPROTO;
+    out->files_changed =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "changed"));
+    out->files = calloc(MAX_FILES, sizeof(*out->files));
+    if (!out->files)
+        return -ENOMEM;
+    cJSON_ArrayForEach(it, files)
+    {
+        if (out->nfiles >= MAX_FILES)
+            break;
+        if (!cJSON_IsString(it) || !it->valuestring[0] ||
+            strlen(it->valuestring) >= SHIM_PATH_MAX)
+            continue;
+        out->files[out->nfiles] = strdup(it->valuestring);
+        if (!out->files[out->nfiles])
+            return -ENOMEM;
+        out->nfiles++;
+    }
+    return 0;
+}
+
+/* Builds *out from a well-formed reply; logs holds the notes so far. */
+static int fill_result(const struct local *l, const struct shim_local_reply *r,
+                       struct shim_buf *logs, struct shim_exec_result *out)
+{
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->meta, "exit");
+    const char *exit_desc = cJSON_IsString(ex) ? ex->valuestring : "";
+    int rc;
+
+    if (r->kind == 'D') {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(r->worker, "status");
+        if (!cJSON_IsString(s) ||
+            (strcmp(s->valuestring, "ok") && strcmp(s->valuestring, "error")))
+            return -EPROTO;
+        out->status = strcmp(s->valuestring, "ok") ? SHIM_EXEC_ERROR
+                                                   : SHIM_EXEC_OK;
+        rc = take_images(r->worker, out);
+        if (rc)
+            return rc;
+    }
+    rc = take_files(r->meta, out);
+    if (rc)
+        return rc;
+    shim_buf_add(logs, r->out, r->out_len);
+    if (r->kind != 'D')
+        shim_local_ended(l, r->kind, exit_desc, logs, out);
+    return 0;
+}
+
+static int exec_once(struct local *l, const char *code, size_t len,
+                     struct shim_exec_result *out)
+{
+    struct shim_buf logs, frame;
+    struct shim_local_reply r;
+    int64_t deadline;
+    int rc, st;
+
+    shim_buf_init(&logs, 2 * (l->p.output_cap + OUT_SLACK) + 4096);
+    if (len > CODE_MAX)
+        return shim_local_too_large(len, &logs, out);
+    if (l->pid > 0 && l->up && l->fd >= 0) {
+        /* nothing may arrive between executions */
+        struct pollfd p = {.fd = l->fd, .events = POLLIN | POLLRDHUP};
+        if (poll(&p, 1, 0) != 0)
+            shim_local_stop(l, NULL, 0);
+    }
+    if (l->pid <= 0 && shim_local_start(l) != 0)
+        return shim_local_refuse(l, &logs, out);
+    if (!l->up && shim_local_wait_up(l) != 0)
+        return shim_local_refuse(l, &logs, out);
+    if (l->lost_all) {
+        shim_local_note_lost(&logs, 1);
+        l->lost_all = 0;
+    }
+    l->used = 1;
+    deadline = shim_local_now_ms() + ((int64_t)l->p.timeout_s + GRACE_S) * 1000;
+    rc = shim_local_send_request(l, code, len, deadline);
+    if (rc == 0)
+        rc = shim_local_recv_frame(l, &frame, deadline);
+    if (rc == 0) {
+        rc = shim_local_split_reply(l, &frame, &r);
+        if (rc == 0) {
+            if (r.restarted)
+                shim_local_note_lost(&logs, 0);
+            rc = fill_result(l, &r, &logs, out);
+            shim_local_reply_free(&r);
+        }
+        shim_buf_free(&frame);
+    }
+    if (rc == -ENOMEM) {
+        shim_exec_result_free(out);
+        shim_buf_free(&logs);
+        return -ENOMEM;
+    }
+    if (rc == 0) {
+        out->logs = shim_buf_take(&logs, &out->logs_len);
+        return out->logs ? 0 : -ENOMEM;
+    }
+
+    /* The supervisor did not answer as it must: end the whole sandbox. */
+    shim_exec_result_free(out);
+    st = shim_local_stop(l, NULL, 0);
+    l->lost_all = 0; /* said right here */
+    shim_local_lost(l, rc, st, &logs, out);
+    out->logs = shim_buf_take(&logs, &out->logs_len);
+    return out->logs ? 0 : -ENOMEM;
+}
+
+int shim_local_exec(void *state, const char *code, size_t len,
+                    struct shim_exec_result *out)
+{
+    struct local *l = state;
+    int rc = exec_once(l, code, len, out);
+
+    if (l->spare_due) { /* its start is over: the spare's may begin */
+        l->spare_due = 0;
+        shim_local_spare_prepare(&l->p);
+    }
+    return rc;
+}

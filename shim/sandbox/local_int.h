@@ -1,0 +1,171 @@
+/* local_int.h - what the files of the local backend share; nothing else
+ * includes it (the dispatcher sees only shim_sandbox_local, sandbox_int.h).
+ *
+ * The backend, one concern a file:
+ *   local.c        the ops table: create, exec, destroy; the overview
+ *   local_exec.c   one execution: the request, the reply made a result
+ *   local_proc.c   the sandbox's processes: start, hello, stop, reap
+ *   local_jail.c   what is started: bwrap's command line, the jail's
+ *                  layout, the unsafe mode's host directory
+ *   local_chan.c   the control socket: frames with deadlines
+ *   local_msg.c    every text the model or the log gets from this backend
+ *   local_spare.c  the warm spare: the next sandbox, started in advance
+ *
+ * A struct local is one sandbox instance; it is used by one thread at a
+ * time (sandbox.c's mutex), except the spare, which local_spare.c hands
+ * over whole. */
+#ifndef SHIM_LOCAL_INT_H
+#define SHIM_LOCAL_INT_H
+
+#include "buf.h"
+#include "config.h"
+#include "sandbox_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OUT_SLACK 4096   /* read beyond output_cap so sandbox.c can cut */
+#define GRACE_S 15       /* backstop beyond the supervisor's own limit */
+/* The sandbox's descriptors: 0-2 stdio (2: setup errors), 3 control,
+ * 4 seccomp, 5 passwd, 6 group (read and closed by bwrap), 7 and 8 the
+ * supervisor's and the first worker's ends of their socketpair. */
+#define NFDS 9
+
+/* What a sandbox is made from: the configuration with its defaults
+ * applied. Two sandboxes with equal params are interchangeable before
+ * either ran code (local_spare.c). */
+struct shim_local_params {
+    char python[SHIM_PATH_MAX];
+    char bwrap[SHIM_PATH_MAX];
+    char tmpdir[SHIM_PATH_MAX];
+    int unsafe;
+    int timeout_s;
+    size_t output_cap;
+    unsigned long long memory, file_size, disk;
+    int procs, cpu_s;
+};
+
+struct local {
+    struct shim_local_params p;
+    char python_real[PATH_MAX]; /* sandbox mode: python, links resolved */
+    char root[SHIM_PATH_MAX]; /* unsafe mode: our private host directory */
+    pid_t pid;    /* bwrap (unsafe: the supervisor), or -1 */
+    int fd;       /* our end of the control socket, non-blocking, or -1 */
+    int errfd;    /* read end of the sandbox's stderr (setup errors), or -1 */
+    int up;       /* the supervisor said hello */
+    uint32_t seq; /* last request number */
+    int used;     /* an execution ran in this sandbox instance */
+    int lost_all; /* a used sandbox was ended: say so in the next execution */
+    int spare_due; /* prepare the warm spare after the first execution */
+    char why[1024]; /* why the last start failed */
+};
+
+static inline int64_t shim_local_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void shim_local_close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* local.c: a new instance (nothing started); NULL when out of memory. */
+struct local *shim_local_new(const struct shim_local_params *p);
+
+/* local_proc.c: start() launches the sandbox (it is up once it said
+ * hello: wait_up); both leave the reason of a failure in l->why. stop()
+ * ends every process of the sandbox, started or still starting, and
+ * reaps bwrap; err, if not NULL, receives what the sandbox wrote on its
+ * stderr; it returns bwrap's wait status, or -1. */
+int shim_local_start(struct local *l);
+int shim_local_wait_up(struct local *l);
+int shim_local_stop(struct local *l, char *err, size_t errsz);
+
+/* local_jail.c */
+/* Fills *sp (path, argv, envp, cwd, credentials; not fds) and, isolated,
+ * fds[4..6] (seccomp, passwd, group: the caller closes them) to start the
+ * sandbox; *mem owns what sp points to (free() it after the spawn). On
+ * failure l->why says why. 0 or -errno. */
+int shim_local_command(struct local *l, struct shim_spawn *sp, int fds[NFDS],
+                       void **mem);
+/* The unsafe mode's private host directory l->root: made (mkdtemp in the
+ * params' tmpdir; 0 or -errno, logged), and removed with all in it. */
+int shim_local_make_root(struct local *l);
+void shim_local_rm_root(const struct local *l);
+
+/* local_chan.c: framed I/O on l->fd with an absolute deadline (ms,
+ * shim_local_now_ms()); errors are -ETIMEDOUT, -ECONNRESET at the end of
+ * the stream, -EPROTO for a frame that cannot be ours, or -errno. */
+struct shim_local_reply {
+    char kind; /* D done, T timed out, X the interpreter died, I invalid */
+    int restarted;
+    struct cJSON *meta, *worker; /* owned; worker only for D */
+    const char *out;             /* borrowed from the frame */
+    size_t out_len;
+};
+int shim_local_recv_frame(struct local *l, struct shim_buf *b,
+                          int64_t deadline);
+int shim_local_send_request(struct local *l, const char *code, size_t len,
+                            int64_t deadline);
+/* Splits an 'R' frame answering request l->seq. */
+int shim_local_split_reply(const struct local *l, const struct shim_buf *b,
+                           struct shim_local_reply *r);
+void shim_local_reply_free(struct shim_local_reply *r);
+
+/* local_exec.c: the ops table's exec (state: a struct local). */
+int shim_local_exec(void *state, const char *code, size_t len,
+                    struct shim_exec_result *out);
+
+/* local_msg.c: the why of a failed start (into l->why), and the texts of
+ * an execution (appended to logs; out->status set where it says so). */
+enum shim_local_failure {
+    LF_PYTHON_MISSING,  /* detail: strerror */
+    LF_PYTHON_OUTSIDE,  /* detail: the resolved path */
+    LF_TREE,            /* detail: strerror */
+    LF_NO_BWRAP,        /* detail: strerror */
+    LF_SECCOMP,         /* detail: strerror */
+    LF_TOO_LONG,
+    LF_NO_SOCKET,       /* detail: strerror */
+    LF_NO_FDS,          /* detail: strerror */
+    LF_SPAWN,           /* detail: strerror */
+    LF_PYTHON_FAILED,   /* detail: what the sandbox said */
+    LF_ISOLATION,       /* detail: what bwrap said */
+};
+void shim_local_fail(struct local *l, enum shim_local_failure what,
+                     const char *detail);
+/* Fills out with l->why: nothing was run. 0 or -ENOMEM. */
+int shim_local_refuse(struct local *l, struct shim_buf *logs,
+                      struct shim_exec_result *out);
+int shim_local_too_large(size_t len, struct shim_buf *logs,
+                         struct shim_exec_result *out);
+void shim_local_note_lost(struct shim_buf *logs, int all);
+/* The interpreter ended (reply kind T, X or I), the sandbox kept. */
+void shim_local_ended(const struct local *l, char kind, const char *exit_desc,
+                      struct shim_buf *logs, struct shim_exec_result *out);
+/* The supervisor did not answer as it must (rc) and was ended (st: bwrap's
+ * wait status or -1). */
+void shim_local_lost(const struct local *l, int rc, int st,
+                     struct shim_buf *logs, struct shim_exec_result *out);
+
+/* local_spare.c. take: the process's spare if it is ready, healthy and
+ * made from equal params (the caller owns it, started and unused), else
+ * NULL. opened: counts an open; 1 if a spare made from these params is
+ * then due (the process opened a sandbox before, enabled is set, not the
+ * unsafe mode): the caller has it started with prepare once its own
+ * sandbox is up, so that the two do not start at once. prepare: starts
+ * one in the background unless one is starting or waiting already. */
+struct local *shim_local_spare_take(const struct shim_local_params *p);
+int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
+void shim_local_spare_prepare(const struct shim_local_params *p);
+
+#endif

@@ -1,0 +1,215 @@
+/* local_proc.c - the local sandbox's processes: start (the control
+ * socket, the stderr pipe, the descriptors 0-8 the sandbox gets, the
+ * spawn through spawn.c's long-lived thread), the wait for the
+ * supervisor's hello (and, when none comes, what went wrong, from the
+ * sandbox's stderr), and the end: an orderly stop, SIGKILL when that
+ * takes too long or nothing needs ending gently, and the reaping of bwrap.
+ * What is started is local_jail.c's; the reasons given are local_msg.c's. */
+#include "local_int.h"
+#include "log.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#define START_S 30       /* the sandbox must be up within this */
+#define STOP_MS 2000     /* orderly stop before SIGKILL */
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Moves fd to a number >= min (close-on-exec); closes the old one. */
+static int raise_fd(int fd, int min)
+{
+    int n;
+
+    if (fd < 0 || fd >= min)
+        return fd;
+    n = fcntl(fd, F_DUPFD_CLOEXEC, min);
+    close(fd);
+    return n < 0 ? -errno : n;
+}
+
+int shim_local_start(struct local *l)
+{
+    struct shim_spawn sp;
+    void *mem = NULL;
+    int fds[NFDS] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+    int sv[2] = {-1, -1}, ep[2] = {-1, -1}, wv[2] = {-1, -1};
+    int rc, i;
+    pid_t pid;
+
+    l->why[0] = '\0';
+    rc = shim_local_command(l, &sp, fds, &mem);
+    if (rc)
+        goto out;
+    /* A socket, not a pipe: send(MSG_NOSIGNAL) means a dead supervisor can
+     * never raise SIGPIPE in the host. */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, wv) != 0 ||
+        pipe2(ep, O_CLOEXEC) != 0) {
+        rc = -errno;
+        shim_local_fail(l, LF_NO_SOCKET, strerror(-rc));
+        goto out;
+    }
+    fds[0] = open("/dev/null", O_RDWR | O_CLOEXEC);
+    fds[1] = fds[0] >= 0 ? fcntl(fds[0], F_DUPFD_CLOEXEC, 0) : -1;
+    fds[2] = ep[1];
+    fds[3] = sv[1];
+    for (i = 4; i < 7; i++) /* unsafe mode: placeholders the shell closes */
+        if (fds[i] < 0 && fds[0] >= 0)
+            fds[i] = fcntl(fds[0], F_DUPFD_CLOEXEC, 0);
+    fds[7] = wv[0];
+    fds[8] = wv[1];
+    ep[1] = sv[1] = wv[0] = wv[1] = -1;
+    for (i = 0; i < NFDS; i++) {
+        fds[i] = raise_fd(fds[i], NFDS);
+        if (fds[i] < 0) {
+            rc = fds[i] < -1 ? fds[i] : -EBADF;
+            shim_local_fail(l, LF_NO_FDS, strerror(-rc));
+            goto out;
+        }
+    }
+    sp.fds = fds;
+    sp.nfds = NFDS;
+    rc = shim_sandbox_spawn(&sp, &pid);
+    if (rc) {
+        shim_local_fail(l, LF_SPAWN, strerror(-rc));
+        goto out;
+    }
+    if (fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0 ||
+        fcntl(ep[0], F_SETFL, O_NONBLOCK) != 0)
+        LOG_WARN("sandbox: cannot make its channels non-blocking");
+    l->pid = pid;
+    l->fd = sv[0];
+    l->errfd = ep[0];
+    sv[0] = ep[0] = -1;
+    l->up = 0;
+    l->used = 0;
+    rc = 0;
+out:
+    for (i = 0; i < NFDS; i++)
+        shim_local_close_fd(&fds[i]);
+    shim_local_close_fd(&wv[0]);
+    shim_local_close_fd(&wv[1]);
+    shim_local_close_fd(&sv[0]);
+    shim_local_close_fd(&sv[1]);
+    shim_local_close_fd(&ep[0]);
+    shim_local_close_fd(&ep[1]);
+    free(mem);
+    return rc;
+}
+
+/* What the sandbox wrote on its stderr before it was up: bwrap's reason. */
+static void read_errors(struct local *l, char *out, size_t outsz)
+{
+    size_t n = 0;
+    int64_t end = shim_local_now_ms() + 1000;
+
+    out[0] = '\0';
+    if (l->errfd < 0)
+        return;
+    while (n + 1 < outsz) {
+        ssize_t r = read(l->errfd, out + n, outsz - 1 - n);
+        if (r > 0) {
+            n += (size_t)r;
+        } else if (r == 0) {
+            break;
+        } else if (errno == EAGAIN && shim_local_now_ms() < end) {
+            struct pollfd p = {.fd = l->errfd, .events = POLLIN};
+            poll(&p, 1, 50);
+        } else if (errno != EINTR) {
+            break;
+        }
+    }
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        out[--n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)out[i] < 0x20)
+            out[i] = ' ';
+}
+
+/* Ends the sandbox: closing the socket makes the supervisor kill every
+ * process and exit (PID 1 gone, the kernel ends the namespace); bwrap then
+ * exits. A sandbox still starting gets there too: its supervisor's hello
+ * fails, and it exits. SIGKILL only if that takes too long
+ * (--die-with-parent takes the rest down): never at once, because
+ * bubblewrap's namespace child arms its own parent-death signal only after
+ * a hand-shake with bwrap, and a bwrap killed before it leaves that child
+ * waiting forever, outside any sandbox we know of. Returns bwrap's wait
+ * status, or -1. */
+int shim_local_stop(struct local *l, char *err, size_t errsz)
+{
+    int st = -1, i;
+    pid_t r = 0;
+
+    shim_local_close_fd(&l->fd);
+    if (l->pid > 0) {
+        for (i = 0; i < STOP_MS; i++) {
+            r = waitpid(l->pid, &st, WNOHANG);
+            if (r != 0 && !(r < 0 && errno == EINTR))
+                break;
+            sleep_ms(1);
+        }
+        if (r == 0) {
+            kill(l->pid, SIGKILL);
+            do
+                r = waitpid(l->pid, &st, 0);
+            while (r < 0 && errno == EINTR);
+        }
+        if (r != l->pid)
+            st = -1; /* the host reaped it (SIGCHLD handler or SIG_IGN) */
+    }
+    if (err)
+        read_errors(l, err, errsz);
+    shim_local_close_fd(&l->errfd);
+    l->pid = -1;
+    l->up = 0;
+    if (l->used)
+        l->lost_all = 1;
+    l->used = 0;
+    return st;
+}
+
+/* Waits for the supervisor's hello; on failure, l->why says why. */
+int shim_local_wait_up(struct local *l)
+{
+    struct shim_buf b;
+    char err[768];
+    int python_failed;
+    int rc = shim_local_recv_frame(l, &b, shim_local_now_ms() + START_S * 1000);
+
+    if (rc == 0 && b.len == 1 && b.data[0] == 'H') {
+        shim_buf_free(&b);
+        l->up = 1;
+        return 0;
+    }
+    if (rc == 0)
+        shim_buf_free(&b);
+    /* bwrap is gone: all it said is here */
+    shim_local_stop(l, err, sizeof(err));
+    l->lost_all = 0;
+    /* bwrap's own messages start with "bwrap:"; others come from the shell
+     * or Python inside, once the isolation was up */
+    python_failed = err[0] && (strncmp(err, "bwrap:", 6) != 0 ||
+                               strstr(err, "execvp") != NULL);
+    if (!err[0])
+        snprintf(err, sizeof(err), "%s",
+                 rc == -ETIMEDOUT ? "it did not start in time"
+                                  : "it stopped before it was ready");
+    shim_local_fail(l, l->p.unsafe || python_failed ? LF_PYTHON_FAILED
+                                                    : LF_ISOLATION,
+                    err);
+    return rc ? rc : -EPROTO;
+}

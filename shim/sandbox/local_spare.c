@@ -1,0 +1,202 @@
+/* local_spare.c - the warm spare: the next local sandbox, started before
+ * it is asked for, so that opening it costs about one execution instead
+ * of a bubblewrap and two Python start-ups.
+ *
+ * - When: after an open in a process that opened a sandbox before (a
+ *   program that makes one request pays for no spare), with
+ *   CODESHIM_WARM_SPARE=1 (the default), never in the unsafe mode (its
+ *   host directory would outlive the process); once the sandbox just
+ *   opened has answered its first execution (or is closed without one),
+ *   so that the spare's start does not slow that sandbox's own.
+ * - How: spawn.c's long-lived thread starts it as a background job
+ *   (shim_sandbox_spawn_later), so the open that asked waits for nothing;
+ *   it starts exactly as a sandbox of that open would (the same params),
+ *   and is a child of the same thread, so it dies with the host exactly
+ *   like any sandbox (bwrap --die-with-parent, and the supervisor sees its
+ *   socket hang up).
+ * - At most one per process: none is asked for while one is starting or
+ *   waiting.
+ * - Taken by the next open whose params are equal, if it is healthy: its
+ *   hello (if it came) is read, and nothing else may have arrived nor the
+ *   socket hung up. Else it is killed and the open starts a sandbox as
+ *   without a spare. A spare never ran code: every open gets a fresh
+ *   sandbox, nothing of an earlier request can be in it.
+ * - Fork: a child forgets the parent's spare (closes its copies of the
+ *   descriptors; the processes are the parent's) and its counters; a job
+ *   that was starting one runs only in the parent.
+ * - Dropped (other settings, not healthy) with an orderly stop, never a
+ *   SIGKILL during bubblewrap's set-up (see shim_local_stop). */
+#include "local_int.h"
+#include "log.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { NONE, STARTING, READY };
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int state;
+static struct shim_local_params want; /* STARTING: what to start */
+static struct local *spare;           /* READY: the spare */
+static struct shim_sandbox_stats stats;
+
+/* A child has no spare, no job, no history. No lock is taken before the
+ * fork (a thread waiting for spawn.c's thread, which may be running the
+ * job, could then deadlock the fork): any thread that held mu is gone. */
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&mu, NULL);
+    if (spare) {
+        shim_local_close_fd(&spare->fd);
+        shim_local_close_fd(&spare->errfd);
+        free(spare);
+    }
+    spare = NULL;
+    state = NONE;
+    memset(&stats, 0, sizeof(stats));
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+static int same_params(const struct shim_local_params *a,
+                       const struct shim_local_params *b)
+{
+    return !strcmp(a->python, b->python) && !strcmp(a->bwrap, b->bwrap) &&
+           !strcmp(a->tmpdir, b->tmpdir) && a->unsafe == b->unsafe &&
+           a->timeout_s == b->timeout_s && a->output_cap == b->output_cap &&
+           a->memory == b->memory && a->file_size == b->file_size &&
+           a->disk == b->disk && a->procs == b->procs && a->cpu_s == b->cpu_s;
+}
+
+/* Ends a spare (an orderly stop, as for any sandbox: see shim_local_stop
+ * on why no SIGKILL). */
+static void drop(struct local *l)
+{
+    shim_local_stop(l, NULL, 0);
+    free(l);
+    pthread_mutex_lock(&mu);
+    stats.spares_dropped++;
+    pthread_mutex_unlock(&mu);
+}
+
+/* The background job, on spawn.c's thread. */
+static void start_spare(void *unused)
+{
+    struct local *l;
+    int rc = -ENOMEM;
+
+    (void)unused;
+    pthread_mutex_lock(&mu);
+    l = state == STARTING ? shim_local_new(&want) : NULL;
+    pthread_mutex_unlock(&mu);
+    if (l)
+        rc = shim_local_start(l);
+    pthread_mutex_lock(&mu);
+    if (rc == 0 && state == STARTING) {
+        spare = l;
+        state = READY;
+        stats.spares_started++;
+        l = NULL;
+    } else if (state == STARTING) {
+        state = NONE;
+    }
+    pthread_mutex_unlock(&mu);
+    if (l && rc == 0) {
+        drop(l);
+    } else if (l) {
+        LOG_DEBUG("no warm spare sandbox: %s", l->why);
+        free(l);
+    }
+}
+
+/* Is the spare up (its hello read now if it came) or still starting, and
+ * nothing else? */
+static int healthy(struct local *l)
+{
+    struct pollfd p = {.fd = l->fd, .events = POLLIN | POLLRDHUP};
+
+    if (l->pid <= 0 || l->fd < 0)
+        return 0;
+    if (poll(&p, 1, 0) == 0)
+        return 1; /* starting, or up and said so already */
+    if (l->up || shim_local_wait_up(l) != 0)
+        return 0;
+    p.revents = 0;
+    return poll(&p, 1, 0) == 0;
+}
+
+struct local *shim_local_spare_take(const struct shim_local_params *p)
+{
+    struct local *l = NULL;
+
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mu);
+    if (state == READY) {
+        l = spare;
+        spare = NULL;
+        state = NONE;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!l)
+        return NULL;
+    if (!same_params(&l->p, p) || !healthy(l)) {
+        LOG_DEBUG("warm spare sandbox not used: %s",
+                  same_params(&l->p, p) ? "it is not healthy"
+                                        : "the settings changed");
+        drop(l);
+        return NULL;
+    }
+    pthread_mutex_lock(&mu);
+    stats.spares_taken++;
+    pthread_mutex_unlock(&mu);
+    LOG_DEBUG("sandbox opened from the warm spare (bwrap pid %ld)",
+              (long)l->pid);
+    return l;
+}
+
+int shim_local_spare_opened(const struct shim_local_params *p, int enabled)
+{
+    int due;
+
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mu);
+    stats.opened++;
+    due = enabled && !p->unsafe && stats.opened >= 2;
+    pthread_mutex_unlock(&mu);
+    return due;
+}
+
+void shim_local_spare_prepare(const struct shim_local_params *p)
+{
+    int go = 0;
+
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mu);
+    if (state == NONE) {
+        want = *p;
+        state = STARTING;
+        go = 1;
+    }
+    pthread_mutex_unlock(&mu);
+    if (go && shim_sandbox_spawn_later(start_spare, NULL) != 0) {
+        pthread_mutex_lock(&mu);
+        if (state == STARTING)
+            state = NONE;
+        pthread_mutex_unlock(&mu);
+    }
+}
+
+void shim_sandbox_stats(struct shim_sandbox_stats *out)
+{
+    pthread_mutex_lock(&mu);
+    *out = stats;
+    out->spare_pid = state == READY && spare ? (long)spare->pid : 0;
+    out->spare_starting = state == STARTING;
+    pthread_mutex_unlock(&mu);
+}

@@ -44,6 +44,26 @@ import schema_check  # noqa: E402
 
 BASE_PATH = "/usr/bin:/bin"
 
+# Sessions live in a runtime directory of this test run, never the user's
+# real one, and every session supervisor a test leaves behind is stopped
+# when the run ends (pytest_sessionfinish).
+RUNTIME_DIR = Path(tempfile.mkdtemp(prefix="codeshim-rt-"))
+
+
+def stop_supervisors(root):
+    """SIGTERM every session supervisor whose pid file is under root."""
+    import signal
+    for pidfile in Path(root).glob("**/pid"):
+        try:
+            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        except (ValueError, OSError):
+            pass
+
+
+def pytest_sessionfinish(session, exitstatus):
+    stop_supervisors(RUNTIME_DIR)
+    shutil.rmtree(RUNTIME_DIR, ignore_errors=True)
+
 
 @pytest.fixture
 def fake():
@@ -86,6 +106,7 @@ def clean_env(env=None, preload=True, home=None):
         e["HOME"] = str(home)
     if preload:
         e["LD_PRELOAD"] = str(LIB)
+        e["CODESHIM_RUNTIME_DIR"] = str(RUNTIME_DIR)
     for k, v in (env or {}).items():
         if v is None:
             e.pop(k, None)

@@ -80,7 +80,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit exports integration fuzz-short
+	@$(MAKE) --no-print-directory unit exports integration fuzz-short asan
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

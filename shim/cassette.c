@@ -106,7 +106,12 @@ int shim_cassette_save(const char *dir, const char *key, int occurrence, const c
     cJSON_AddStringToObject(doc, "key", key);
     req = cJSON_AddObjectToObject(doc, "request");
     cJSON_AddStringToObject(req, "method", "POST");
-    cJSON_AddStringToObject(req, "path", url_path(url));
+    {
+        const char *up = url_path(url); /* no query: keys may live there */
+        char *clean = strndup(up, strcspn(up, "?#"));
+        cJSON_AddStringToObject(req, "path", clean ? clean : "/");
+        free(clean);
+    }
     b = shim_json_parse(body, len);
     cJSON_AddItemToObject(req, "body", b ? b : cJSON_CreateNull());
     resp = cJSON_AddObjectToObject(doc, "response");

@@ -415,6 +415,7 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
 
 static void trace_request(struct run *r, const struct shim_handle_view *v)
 {
+    char url[1024];
     cJSON *f;
     const char *model = shim_json_str(r->req, "model");
 
@@ -422,7 +423,8 @@ static void trace_request(struct run *r, const struct shim_handle_view *v)
         return;
     f = cJSON_CreateObject();
     cJSON_AddStringToObject(f, "api", r->ops->name);
-    cJSON_AddStringToObject(f, "url", v->url ? v->url : "");
+    shim_log_url(v->url, url, sizeof(url));
+    cJSON_AddStringToObject(f, "url", url);
     cJSON_AddStringToObject(f, "model", model ? model : "");
     cJSON_AddBoolToObject(f, "stream", r->cv.stream);
     shim_trace_emit(r->id, "request", f);
@@ -476,8 +478,12 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
         rc = oom(&r);
         goto out;
     }
-    LOG_INFO("intercepted %s request to %s (tool \"%s\"%s)", r.ops->name, v->url,
-             r.cv.tool_name, r.cv.stream ? ", streaming" : "");
+    if (shim_log_enabled(SHIM_LOG_INFO)) {
+        char url[1024];
+        shim_log_url(v->url, url, sizeof(url));
+        LOG_INFO("intercepted %s request to %s (tool \"%s\"%s)", r.ops->name, url,
+                 r.cv.tool_name, r.cv.stream ? ", streaming" : "");
+    }
     trace_request(&r, v);
     while (step(&r, u, up, &rep, &rc))
         ;

@@ -279,3 +279,21 @@ def test_log_levels_and_file(tmp_path):
     rc, out, err = curl(dead_url() + "/responses", responses_body("```python\n1\n```"),
                         {"CODESHIM_OFFLINE": "1", "CODESHIM_LOG": "bogus"})
     assert b"CODESHIM_LOG=bogus" in err  # a bad value is logged, default used
+
+
+def test_no_key_from_the_url_in_any_file(fake, tmp_path):
+    """Some clients put the key in the URL (Azure's ?api-key=, ?key=,
+    user:password@host): logs, traces and recordings never hold it."""
+    rec, trace, log = tmp_path / "rec", tmp_path / "t.jsonl", tmp_path / "log.txt"
+    url = fake.url.replace("http://", "http://user:PWSECRET@") + \
+        "/responses?api-version=1&api-key=QSECRET&key=KSECRET"
+    rc, out, err = curl(url, responses_body("```python\nprint(1)\n```"),
+                        {"CODESHIM_RECORD": rec, "CODESHIM_TRACE": trace,
+                         "CODESHIM_LOG": "debug", "CODESHIM_LOG_FILE": log})
+    assert rc == 0, err
+    assert "QSECRET" in fake.requests()[0]["query"]  # the upstream got it, as sent
+    for f in list(rec.iterdir()) + [trace, log]:
+        data = f.read_bytes()
+        for secret in (b"QSECRET", b"KSECRET", b"PWSECRET"):
+            assert secret not in data, (f, secret)
+    assert json.loads(trace.read_text().splitlines()[0])["url"].endswith("/v1/responses")

@@ -20,12 +20,18 @@
  *   hello (if it came) is read, and nothing else may have arrived nor the
  *   socket hung up. Else it is killed and the open starts a sandbox as
  *   without a spare. A spare never ran code: every open gets a fresh
- *   sandbox, nothing of an earlier request can be in it.
+ *   sandbox, nothing of an earlier request can be in it. An open that
+ *   comes while the spare is still starting waits for it (bounded): a
+ *   sandbox of its own would take as long, queued on the same thread.
  * - Fork: a child forgets the parent's spare (closes its copies of the
  *   descriptors; the processes are the parent's) and its counters; a job
  *   that was starting one runs only in the parent.
  * - Dropped (other settings, not healthy) with an orderly stop, never a
- *   SIGKILL during bubblewrap's set-up (see shim_local_stop). */
+ *   SIGKILL during bubblewrap's set-up (see shim_local_stop).
+ * - At exit: a spare still starting is waited for (briefly) and every
+ *   spare is stopped in order, rather than left to die with the process
+ *   mid set-up, where bubblewrap can leave a stuck process behind. Only
+ *   trylock and bounded waits: exit never hangs on codeshim. */
 #include "local_int.h"
 #include "log.h"
 
@@ -33,10 +39,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { NONE, STARTING, READY };
 
+#define WAIT_FOR_SPARE_S 30
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER; /* state left STARTING */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int state;
 static struct shim_local_params want; /* STARTING: what to start */
@@ -49,6 +59,7 @@ static struct shim_sandbox_stats stats;
 static void after_fork_child(void)
 {
     pthread_mutex_init(&mu, NULL);
+    pthread_cond_init(&cv, NULL);
     if (spare) {
         shim_local_close_fd(&spare->fd);
         shim_local_close_fd(&spare->errfd);
@@ -106,6 +117,7 @@ static void start_spare(void *unused)
     } else if (state == STARTING) {
         state = NONE;
     }
+    pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
     if (l && rc == 0) {
         drop(l);
@@ -137,6 +149,13 @@ struct local *shim_local_spare_take(const struct shim_local_params *p)
 
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&mu);
+    if (state == STARTING && same_params(&want, p)) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += WAIT_FOR_SPARE_S;
+        while (state == STARTING && pthread_cond_timedwait(&cv, &mu, &dl) == 0)
+            ;
+    }
     if (state == READY) {
         l = spare;
         spare = NULL;
@@ -188,6 +207,7 @@ void shim_local_spare_prepare(const struct shim_local_params *p)
         pthread_mutex_lock(&mu);
         if (state == STARTING)
             state = NONE;
+        pthread_cond_broadcast(&cv);
         pthread_mutex_unlock(&mu);
     }
 }
@@ -199,4 +219,33 @@ void shim_sandbox_stats(struct shim_sandbox_stats *out)
     out->spare_pid = state == READY && spare ? (long)spare->pid : 0;
     out->spare_starting = state == STARTING;
     pthread_mutex_unlock(&mu);
+}
+
+/* See "At exit" above. Runs at exit() and when main returns. */
+__attribute__((destructor)) static void stop_spare_at_exit(void)
+{
+    struct local *l = NULL;
+    struct timespec dl;
+    int i;
+
+    for (i = 0; i < 100 && pthread_mutex_trylock(&mu) != 0; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL); /* another thread may hold it a moment */
+    }
+    if (i == 100)
+        return;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 2;
+    while (state == STARTING && pthread_cond_timedwait(&cv, &mu, &dl) == 0)
+        ;
+    if (state == READY) {
+        l = spare;
+        spare = NULL;
+        state = NONE;
+    }
+    pthread_mutex_unlock(&mu);
+    if (l) {
+        shim_local_stop(l, NULL, 0);
+        free(l);
+    }
 }

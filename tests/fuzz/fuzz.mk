@@ -18,7 +18,8 @@ SAN_FLAGS := -fsanitize=address,undefined,float-cast-overflow \
 ASAN_CFLAGS := $(filter-out -O0 -O1 -O2 -O3 -Os -Og,$(ALL_CFLAGS)) -O1 -g $(SAN_FLAGS)
 # The engines report edge coverage to the fuzzer (gcc's trace-pc hook).
 ASAN_COV := -fsanitize-coverage=trace-pc
-ASAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+            LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0
 
 ASAN_SRC := $(filter-out shim/preload.c,$(SHIM_SRC))
 ASAN_OBJ := $(patsubst %.c,$(ASAN_DIR)/obj/%.o,$(ASAN_SRC)) \

@@ -143,12 +143,21 @@ static void publish(struct shim_sink *s)
 }
 
 CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
-                         const char *head, size_t head_len, const char *content_type,
-                         long long body_len)
+                         const char *upstream_head, size_t head_len,
+                         const char *content_type, long long body_len)
 {
-    const char *p = head, *end = head + head_len;
     const char *url = s->v->url ? s->v->url : "";
+    struct shim_buf block;
+    const char *p, *end;
 
+    shim_buf_init(&block, 1 << 20);
+    if (shim_deliver_head(&block, status, http_version, upstream_head, head_len,
+                          content_type, body_len) < 0) {
+        shim_buf_free(&block);
+        return shim_sink_fail(s, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
+    }
+    p = block.data;
+    end = block.data + block.len;
     s->info.response_code = status;
     s->info.http_version = http_version ? http_version : CURL_HTTP_VERSION_1_1;
     s->info.content_type = content_type;
@@ -156,9 +165,8 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     s->info.scheme = !strncasecmp(url, "https:", 6) ? "HTTPS" : "HTTP";
     s->info.size_upload = (curl_off_t)s->v->body_len;
     s->info.size_download = 0;
-    s->info.header_size = (long)head_len;
+    s->info.header_size = (long)block.len;
     s->info.total_time = shim_now() - s->t0;
-    (void)body_len;
     publish(s); /* before the first callback: the program may ask getinfo */
     while (p < end && s->rc == CURLE_OK) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -171,6 +179,7 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
         snprintf(msg, sizeof(msg), "The requested URL returned error: %ld", status);
         shim_sink_fail(s, CURLE_HTTP_RETURNED_ERROR, msg);
     }
+    shim_buf_free(&block);
     return s->rc;
 }
 
@@ -191,6 +200,16 @@ CURLcode shim_sink_body(struct shim_sink *s, const char *p, size_t n)
         n -= chunk;
     }
     return s->rc;
+}
+
+CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
+                         const char *upstream_head, size_t head_len,
+                         const char *content_type, const char *body, size_t body_len)
+{
+    if (shim_sink_begin(s, status, http_version, upstream_head, head_len, content_type,
+                        (long long)body_len) == CURLE_OK)
+        shim_sink_body(s, body, body_len);
+    return shim_sink_end(s);
 }
 
 CURLcode shim_sink_end(struct shim_sink *s)

@@ -36,11 +36,18 @@ int shim_deliver_head(struct shim_buf *out, long status, long http_version,
 
 void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view *v,
                     double t0);
+/* Sends the status line and headers: the header block is made from the
+ * upstream's (upstream_head may be NULL) by shim_deliver_head; body_len < 0
+ * means unknown (a stream). */
 CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
-                         const char *head, size_t head_len, const char *content_type,
-                         long long body_len);
+                         const char *upstream_head, size_t head_len,
+                         const char *content_type, long long body_len);
 CURLcode shim_sink_body(struct shim_sink *s, const char *p, size_t n);
 CURLcode shim_sink_end(struct shim_sink *s);
+/* A whole answer at once: begin, body, end. */
+CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
+                         const char *upstream_head, size_t head_len,
+                         const char *content_type, const char *body, size_t body_len);
 /* Fails the transfer with rc and message (copied to ERRORBUFFER). */
 CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message);
 

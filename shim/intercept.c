@@ -21,20 +21,10 @@ static CURLcode refuse(CURL *h, const struct shim_handle_view *v, double t0)
         "the code_interpreter tool; this request was not sent.\",\"type\":"
         "\"invalid_request_error\",\"param\":null,\"code\":\"codeshim_offline\"}}";
     struct shim_sink sink;
-    struct shim_buf head;
-    CURLcode rc;
 
-    shim_buf_init(&head, 4096);
-    shim_deliver_head(&head, 400, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
-                      (long long)(sizeof(body) - 1));
     shim_sink_init(&sink, h, v, t0);
-    if (shim_sink_begin(&sink, 400, CURL_HTTP_VERSION_1_1, head.data ? head.data : "",
-                        head.len, "application/json", (long long)(sizeof(body) - 1)) ==
-        CURLE_OK)
-        shim_sink_body(&sink, body, sizeof(body) - 1);
-    rc = shim_sink_end(&sink);
-    shim_buf_free(&head);
-    return rc;
+    return shim_sink_whole(&sink, 400, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
+                           body, sizeof(body) - 1);
 }
 
 static CURLcode real_perform(const struct shim_curl_api *api, CURL *h)

@@ -212,47 +212,26 @@ static CURLcode oom(struct run *r)
     return shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
 }
 
-/* Status line and headers for a body codeshim made (or relays). */
-static CURLcode begin(struct run *r, const struct shim_http_reply *rep, long status,
-                      const char *ctype, long long len)
-{
-    struct shim_buf head;
-    CURLcode rc;
-
-    shim_buf_init(&head, 1 << 20);
-    if (shim_deliver_head(&head, status, rep->http_version, rep->head.data, rep->head.len,
-                          ctype, len) < 0) {
-        shim_buf_free(&head);
-        return oom(r);
-    }
-    rc = shim_sink_begin(&r->sink, status, rep->http_version, head.data, head.len, ctype, len);
-    shim_buf_free(&head);
-    return rc;
-}
-
 /* The upstream's own answer, as received (errors, unknown shapes). */
 static CURLcode deliver_raw(struct run *r, const struct shim_http_reply *rep)
 {
-    const char *ct = rep->content_type[0] ? rep->content_type : NULL;
-
-    if (begin(r, rep, rep->status, ct, (long long)rep->body.len) == CURLE_OK)
-        shim_sink_body(&r->sink, rep->body.data ? rep->body.data : "", rep->body.len);
-    return shim_sink_end(&r->sink);
+    return shim_sink_whole(&r->sink, rep->status, rep->http_version, rep->head.data,
+                           rep->head.len, rep->content_type[0] ? rep->content_type : NULL,
+                           rep->body.data ? rep->body.data : "", rep->body.len);
 }
 
 static CURLcode deliver_json(struct run *r, const struct shim_http_reply *rep,
                              const cJSON *answer)
 {
     char *json = cJSON_PrintUnformatted(answer);
-    size_t len;
+    CURLcode rc;
 
     if (!json)
         return oom(r);
-    len = strlen(json);
-    if (begin(r, rep, rep->status, "application/json", (long long)len) == CURLE_OK)
-        shim_sink_body(&r->sink, json, len);
+    rc = shim_sink_whole(&r->sink, rep->status, rep->http_version, rep->head.data,
+                         rep->head.len, "application/json", json, strlen(json));
     free(json);
-    return shim_sink_end(&r->sink);
+    return rc;
 }
 
 static int sink_write(void *ctx, const char *p, size_t n)
@@ -266,7 +245,8 @@ static int sink_write(void *ctx, const char *p, size_t n)
 static void start_stream(struct run *r, const struct shim_http_reply *rep,
                          const cJSON *reply)
 {
-    if (begin(r, rep, rep->status, "text/event-stream", -1) != CURLE_OK)
+    if (shim_sink_begin(&r->sink, rep->status, rep->http_version, rep->head.data,
+                        rep->head.len, "text/event-stream", -1) != CURLE_OK)
         return;
     shim_stream_init(&r->st, r->kind, &r->cv, sink_write, r);
     r->streaming = 1;

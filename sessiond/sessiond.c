@@ -15,7 +15,7 @@
 #include "log.h"
 #include "proto.h"
 #include "sandbox.h"
-#include "sha256.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,34 +45,6 @@ static long long now_s(void)
     return ts.tv_sec;
 }
 
-static int listen_on(const char *dir)
-{
-    struct sockaddr_un a;
-    char path[4200];
-    int fd, dfd = -1;
-
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    snprintf(path, sizeof(path), "%s/sock", dir);
-    unlink(path);
-    if (strlen(path) < sizeof(a.sun_path)) {
-        snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-    } else { /* see session.c: long paths go through the dir's fd */
-        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-            return -1;
-        snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0) {
-        if (fd >= 0)
-            close(fd);
-        fd = -1;
-    }
-    if (dfd >= 0)
-        close(dfd);
-    return fd;
-}
 
 static void write_file(const char *dir, const char *name, const char *text)
 {
@@ -86,36 +58,6 @@ static void write_file(const char *dir, const char *name, const char *text)
     if (write(fd, text, strlen(text)) < 0)
         LOG_WARN("cannot write %s", p);
     close(fd);
-}
-
-static void cleanup(const char *dir, const char *cid)
-{
-    static const char *const files[] = {"sock", "cntr", "pid"};
-    char p[8448], parent[4200], h[65];
-    size_t i;
-    char *slash;
-
-    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-    /* the container-id map entry in the identity directory */
-    snprintf(parent, sizeof(parent), "%s", dir);
-    slash = strrchr(parent, '/');
-    if (slash && cid[0]) {
-        struct shim_sha256 s;
-        unsigned char d[32];
-        *slash = '\0';
-        shim_sha256_init(&s);
-        shim_sha256_update(&s, "codeshim-container-v1", 22);
-        shim_sha256_update(&s, cid, strlen(cid) + 1);
-        shim_sha256_final(&s, d);
-        for (i = 0; i < 16; i++)
-            snprintf(h + 2 * i, 3, "%02x", d[i]);
-        snprintf(p, sizeof(p), "%s/c-%s", parent, h);
-        unlink(p);
-    }
 }
 
 /* One connection: one request. Returns 1 when the session must end. */
@@ -192,10 +134,10 @@ int main(int argc, char **argv)
     write_file(dir, "cntr", cid);
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
     write_file(dir, "pid", pidtxt);
-    lfd = listen_on(dir);
+    lfd = shim_proto_socket(dir, 1);
     if (lfd < 0) {
         shim_sandbox_close(sb);
-        cleanup(dir, cid);
+        shim_session_remove(dir, cid);
         return 1;
     }
     if (write(ready[1], "R", 1) != 1)
@@ -225,6 +167,6 @@ int main(int argc, char **argv)
     LOG_INFO("session %s ends", cid);
     close(lfd);
     shim_sandbox_close(sb);
-    cleanup(dir, cid);
+    shim_session_remove(dir, cid);
     return 0;
 }

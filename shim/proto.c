@@ -4,6 +4,9 @@
 #include "json.h"
 
 #include <errno.h>
+#include <sys/un.h>
+#include <stdio.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -73,6 +76,38 @@ static int read_all(int fd, char *p, size_t n, long long deadline)
         n -= (size_t)k;
     }
     return 0;
+}
+
+int shim_proto_socket(const char *dir, int listening)
+{
+    struct sockaddr_un a;
+    int fd, dfd = -1, rc;
+
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    if (strlen(dir) + sizeof("/sock") <= sizeof(a.sun_path)) {
+        snprintf(a.sun_path, sizeof(a.sun_path), "%s/sock", dir);
+    } else {
+        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return -errno;
+        snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
+    }
+    if (listening)
+        unlink(a.sun_path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        rc = -errno;
+    else if (listening ? bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0
+                       : connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        rc = -errno;
+    else
+        rc = fd;
+    if (rc < 0 && fd >= 0)
+        close(fd);
+    if (dfd >= 0)
+        close(dfd);
+    return rc;
 }
 
 int shim_proto_send(int fd, const cJSON *msg, int timeout_ms)

@@ -21,6 +21,12 @@ int shim_proto_send(int fd, const cJSON *msg, int timeout_ms);
 /* Reads one frame into *out (caller owns). 0, -ETIMEDOUT, -EPIPE, -EPROTO. */
 int shim_proto_recv(int fd, cJSON **out, int timeout_ms);
 
+/* The session socket DIR/sock: connected (listening = 0) or bound and
+ * listening, a stale socket file replaced (listening = 1). sun_path holds
+ * 108 bytes; a longer path is reached through the directory's
+ * /proc/self/fd entry. The fd (CLOEXEC), or -errno. */
+int shim_proto_socket(const char *dir, int listening);
+
 /* exec results as JSON and back (copies; caller owns what it gets). */
 cJSON *shim_proto_result_to_json(const struct shim_exec_result *r);
 int shim_proto_result_from_json(const cJSON *j, struct shim_exec_result *r);

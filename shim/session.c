@@ -48,44 +48,18 @@ void shim_session_name(const char *identity, const char *session_id, char out[65
     shim_store_hash("codeshim-session-v1", identity, session_id, out);
 }
 
-static void container_file(const struct shim_box *b, const char *cid, char *out, size_t n)
+static void container_file(const char *iddir, const char *cid, char *out, size_t n)
 {
     char h[68] = "c-";
     shim_store_hash("codeshim-container-v1", cid, NULL, h + 2);
-    shim_store_join(out, n, b->iddir, h);
+    shim_store_join(out, n, iddir, h);
 }
 
 /* ---------------- the supervisor's socket ---------------- */
 
-/* sun_path holds 108 bytes; a longer path is reached through the
- * directory's /proc/self/fd entry. */
 static int connect_dir(const char *dir)
 {
-    struct sockaddr_un a;
-    int fd, dfd = -1, rc;
-
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    if (strlen(dir) + 6 < sizeof(a.sun_path)) {
-        snprintf(a.sun_path, sizeof(a.sun_path), "%s/sock", dir);
-    } else {
-        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-            return -errno;
-        snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        rc = -errno;
-    } else if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-        rc = -errno;
-        close(fd);
-    } else {
-        rc = fd;
-    }
-    if (dfd >= 0)
-        close(dfd);
-    return rc;
+    return shim_proto_socket(dir, 0);
 }
 
 static int alive(const char *dir)
@@ -107,6 +81,21 @@ static void remove_dir(const char *dir)
         if (shim_store_join(p, sizeof(p), dir, files[i]) == 0)
             unlink(p);
     rmdir(dir);
+}
+
+void shim_session_remove(const char *dir, const char *cid)
+{
+    char iddir[SHIM_PATH_MAX], cf[SHIM_PATH_MAX + 80];
+    const char *slash = strrchr(dir, '/');
+
+    remove_dir(dir);
+    if (!cid || !*cid || !slash || (size_t)(slash - dir) >= sizeof(iddir))
+        return;
+    memcpy(iddir, dir, (size_t)(slash - dir));
+    iddir[slash - dir] = '\0';
+    container_file(iddir, cid, cf, sizeof(cf));
+    if (cf[0])
+        unlink(cf);
 }
 
 /* Asks a supervisor to end its session; falls back to SIGTERM by pid. */
@@ -301,7 +290,7 @@ static int attach(struct shim_box *b, int *created)
     if ((rc = shim_store_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
         (rc = shim_store_read(p, b->cid, sizeof(b->cid), 1)) < 0)
         return rc;
-    container_file(b, b->cid, cf, sizeof(cf));
+    container_file(b->iddir, b->cid, cf, sizeof(cf));
     if (*created)
         shim_store_write(cf, b->name);
     return 0;
@@ -312,7 +301,7 @@ static int find_container(struct shim_box *b, const char *cid)
 {
     char cf[SHIM_PATH_MAX + 80], name[65];
 
-    container_file(b, cid, cf, sizeof(cf));
+    container_file(b->iddir, cid, cf, sizeof(cf));
     if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !is_session_name(name))
         return 0;
     snprintf(b->name, sizeof(b->name), "%s", name);

@@ -48,6 +48,9 @@ const char *shim_box_container_id(const struct shim_box *b);
 const char *shim_box_take_note(struct shim_box *b);
 void shim_box_close(struct shim_box *b);
 
+/* Removes a session's directory (dir: <identity dir>/<session>) and the
+ * map entry of its container cid: what a supervisor leaves when it ends. */
+void shim_session_remove(const char *dir, const char *cid);
 /* A session's directory name (pure; out must hold 65 bytes). */
 void shim_session_name(const char *identity, const char *session_id, char out[65]);
 

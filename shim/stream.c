@@ -246,10 +246,7 @@ static int emit_item(struct shim_stream *s, const cJSON *item)
 
 static int is_internal_item(const struct shim_stream *s, const cJSON *item)
 {
-    const char *type = shim_json_str(item, "type");
-    const char *name = shim_json_str(item, "name");
-    return type && !strcmp(type, "function_call") && name &&
-           !strcmp(name, s->cv->tool_name);
+    return shim_responses_is_internal(item, s->cv);
 }
 
 /* Sends the current reply's items up to (not including) the item whose

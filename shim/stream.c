@@ -436,9 +436,17 @@ static int c_finish(struct shim_stream *s, const cJSON *answer)
     cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
     {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        const char *type = shim_json_str(tc, "type");
         cJSON *arr, *t, *f;
         d = cJSON_CreateObject();
         arr = cJSON_AddArrayToObject(d, "tool_calls");
+        if (type && strcmp(type, "function")) { /* a custom call: as it came */
+            t = cJSON_Duplicate(tc, 1);
+            shim_json_set(t, "index", cJSON_CreateNumber(i++));
+            cJSON_AddItemToArray(arr, t);
+            send(s, chunk(s, d, NULL));
+            continue;
+        }
         t = cJSON_CreateObject();
         cJSON_AddNumberToObject(t, "index", i++);
         cJSON_AddStringToObject(t, "id", shim_json_str(tc, "id") ? shim_json_str(tc, "id") : "");

@@ -371,6 +371,25 @@ def test_chat_program_call_next_to_ours_ends_the_loop_untouched(scripted, case):
     assert_clean_chat_upstream(up, n=1)
 
 
+def test_chat_stream_custom_call_next_to_ours_untouched(scripted):
+    """Streamed, the program's custom call arrives as it came (with its
+    index), not turned into an empty function call."""
+    up = scripted([{"body": chat_turn([CHAT_CUSTOM])}, {"body": text_reply("too far")}])
+    status, headers, raw = curl_stream(up.url + "/chat/completions",
+                                       chat_req(blocks(CODE), tools=[CHAT_CI, CHAT_WEATHER]))
+    assert status == 200
+    events = sse_json(raw)
+    assert events[-1][1] == "[DONE]"
+    chunks = [d for _, d in events[:-1]]
+    calls = [tc for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+    assert calls == [dict(CHAT_CUSTOM, index=0)]
+    for c in chunks:  # the schema knows function deltas only
+        if not c["choices"][0]["delta"].get("tool_calls"):
+            schema_check.validate_chat_chunk(c)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert_clean_chat_upstream(up, n=1)
+
+
 # ------------------------------------------------------------ 3. background
 
 def test_background_request_is_refused_and_never_sent(scripted):

@@ -366,10 +366,12 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
         return 0;
     }
     err = shim_json_read(rep->body.data, rep->body.len, &reply, &flaw);
-    if (err == -EEXIST || err == -ENOMEM) {
-        *rc = err == -ENOMEM ? (r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory")
-                                             : oom(r))
-                             : ambiguous_reply(r, &flaw);
+    if (err == -ENOMEM) {
+        *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
+        return 0;
+    }
+    if (err == -EEXIST) {
+        *rc = ambiguous_reply(r, &flaw);
         return 0;
     }
     if (!reply || r->ops->scan(reply, &r->cv, &calls, &n, &foreign) < 0) {

@@ -24,11 +24,25 @@ static const cJSON *first_message(const cJSON *reply)
     return cJSON_GetObjectItemCaseSensitive(ch, "message");
 }
 
+/* Only a function tool call (type "function", or no type as older
+ * servers send) named as codeshim's tool is codeshim's; a custom tool
+ * call or any other type is the program's whatever its fields say. */
 static int is_internal(const cJSON *tc, const struct shim_conv *cv)
 {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(tc, "type");
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
     const char *name = shim_json_str(fn, "name");
+    if (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "function")))
+        return 0;
     return name && !strcmp(name, cv->tool_name);
+}
+
+/* A legacy function_call (the deprecated "functions" parameter) is always
+ * the program's. */
+static int has_legacy_call(const cJSON *msg)
+{
+    const cJSON *fc = cJSON_GetObjectItemCaseSensitive(msg, "function_call");
+    return fc && !cJSON_IsNull(fc);
 }
 
 static int c_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **calls,
@@ -45,6 +59,7 @@ static int c_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
         return -EPROTO;
     cv->nreplies++;
     shim_conv_sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
+    *foreign = has_legacy_call(msg);
     cap = (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"));
     if (cap) {
         v = calloc(cap, sizeof(*v));

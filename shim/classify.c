@@ -65,3 +65,14 @@ int shim_classify_body(const cJSON *req)
     }
     return 0;
 }
+
+const char *shim_classify_unsupported(const cJSON *req, enum shim_api kind, const char **why)
+{
+    if (kind == SHIM_API_RESPONSES &&
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "background"))) {
+        *why = "codeshim runs the code_interpreter tool inside this request and cannot "
+               "run it in the background; send the request without \"background\": true.";
+        return "background";
+    }
+    return NULL;
+}

@@ -4,7 +4,12 @@
  * host), with an in-memory JSON object body whose tools contain an entry of
  * type "code_interpreter". Everything else goes to libcurl untouched. The
  * cheap checks (method, URL, a substring scan) run before any parsing, so
- * pass-through costs next to nothing. */
+ * pass-through costs next to nothing.
+ *
+ * A request that is ours but asks for something codeshim cannot do inside
+ * the program's transfer (a Responses "background": true: the loop would
+ * have to outlive the transfer, and a later poll would show the internal
+ * tool) is answered with an OpenAI-style 400 instead. */
 #ifndef SHIM_CLASSIFY_H
 #define SHIM_CLASSIFY_H
 
@@ -25,5 +30,9 @@ enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
                                      size_t len, size_t max_body);
 /* 1 when req is an object whose tools hold a code_interpreter entry. */
 int shim_classify_body(const cJSON *req);
+/* For a request that is ours: NULL when codeshim can run it, else the
+ * parameter it cannot honour, with *why a message for the 400 (both
+ * static). */
+const char *shim_classify_unsupported(const cJSON *req, enum shim_api kind, const char **why);
 
 #endif

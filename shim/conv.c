@@ -3,6 +3,7 @@
 
 #include "json.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ void shim_conv_pick_tool_name(const cJSON *tools, int chat, char *out, size_t ou
 
 char *shim_conv_parse_code(const char *arguments, const char **why)
 {
-    cJSON *a;
+    cJSON *a = NULL;
     const char *code;
     char *out;
 
@@ -75,7 +76,11 @@ char *shim_conv_parse_code(const char *arguments, const char **why)
         *why = "the tool call had no arguments";
         return NULL;
     }
-    a = cJSON_Parse(arguments);
+    /* read as the upstream would: a "code" given twice runs neither */
+    if (shim_json_read(arguments, strlen(arguments), &a, NULL) == -EEXIST) {
+        *why = "the tool arguments give a key twice or hold a U+0000 character";
+        return NULL;
+    }
     if (!cJSON_IsObject(a)) {
         cJSON_Delete(a);
         *why = "the tool arguments are not a JSON object";

@@ -49,8 +49,10 @@ struct shim_api_ops {
     cJSON *(*prepare)(const cJSON *req, struct shim_conv *cv);
     /* Collects codeshim's calls in reply into *calls (caller frees each
      * with shim_call_free, then the array); *foreign = 1 when the reply
-     * also calls one of the program's tools. 0, or -EPROTO when the reply
-     * has not the shape of a successful answer. Also sums usage. */
+     * also holds anything that waits for the program (a call of one of its
+     * tools of any kind, or an item codeshim does not know): the loop then
+     * ends there. 0, or -EPROTO when the reply has not the shape of a
+     * successful answer. Also sums usage. */
     int (*scan)(const cJSON *reply, struct shim_conv *cv,
                 struct shim_call **calls, size_t *n, int *foreign);
     /* Adds reply's turn and the outputs of the executed (and skipped)
@@ -66,6 +68,9 @@ struct shim_api_ops {
 extern const struct shim_api_ops shim_responses_ops;
 extern const struct shim_api_ops shim_chat_ops;
 
+/* Whether a Responses output item is a call of codeshim's own tool: a
+ * plain function_call (no namespace) with cv->tool_name as its name. */
+int shim_responses_is_internal(const cJSON *item, const struct shim_conv *cv);
 /* The code_interpreter_call item OpenAI's container would have produced
  * for c (caller owns). */
 cJSON *shim_responses_ci_item(const struct shim_call *c);

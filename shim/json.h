@@ -1,4 +1,5 @@
-/* json.h - small cJSON helpers shared by the pure engines.
+/* json.h - small cJSON helpers shared by the pure engines, and the one
+ * strict reader for JSON that comes from the program or the upstream.
  * Ownership follows cJSON: functions that return cJSON * say so. */
 #ifndef SHIM_JSON_H
 #define SHIM_JSON_H
@@ -6,8 +7,35 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-/* Parses exactly n bytes (no NUL needed); NULL on error. Caller owns. */
+/* Parses exactly n bytes (no NUL needed); NULL on error. Caller owns.
+ * Lenient: for codeshim's own files and frames; see shim_json_read. */
 cJSON *shim_json_parse(const char *p, size_t n);
+
+/* Why shim_json_read refused a text that parses. */
+struct shim_json_flaw {
+    int nul;       /* a string holds U+0000 (cJSON would cut it there) */
+    char key[72];  /* else: the key found twice, cut on a UTF-8 boundary */
+};
+
+/* Reads JSON from the program or the upstream so that codeshim sees what
+ * every other reader sees: refuses an object with a key twice (cJSON keeps
+ * the first, most parsers the last; "a" and "\u0061" are the same key) and
+ * a string holding U+0000 (cJSON stops the string there). Returns 0 with
+ * *out (caller owns), -EINVAL when not JSON, -EEXIST when refused (*why
+ * filled when not NULL), -ENOMEM. Linear in n up to a log factor. */
+int shim_json_read(const char *p, size_t n, cJSON **out, struct shim_json_flaw *why);
+/* The first key found twice in one object anywhere under root (borrowed
+ * via *key): 1, 0 when none, -ENOMEM. O(k log k) per object of k keys. */
+int shim_json_find_dup(const cJSON *root, const char **key);
+/* 1 when the n bytes of JSON text hold a NUL byte or a \u0000 escape. */
+int shim_json_has_nul(const char *p, size_t n);
+/* {"error":{"message":..,"type":..,"param":..,"code":..}}, OpenAI's error
+ * body; param and code may be NULL (JSON null). Caller owns. */
+cJSON *shim_json_error(const char *message, const char *type, const char *param,
+                       const char *code);
+/* A message naming why a read was refused, for the error bodies. */
+void shim_json_flaw_text(const struct shim_json_flaw *why, char *out, size_t outsz);
+
 /* String member or NULL (borrowed). */
 const char *shim_json_str(const cJSON *obj, const char *key);
 /* Sets obj[key] = val, replacing any existing member; takes val (freed

@@ -15,6 +15,7 @@
 #include "trace.h"
 #include "upstream.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,35 @@ static CURLcode fail_stream(struct run *r, const char *code, const char *message
     return shim_sink_end(&r->sink);
 }
 
+/* An upstream answer that JSON readers would read differently (a key
+ * twice, U+0000): codeshim acts on none of it, and does not hand it over
+ * either (the program would read it its own way, perhaps as a call of
+ * codeshim's tool): a clear error instead. */
+static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
+{
+    char flaw[128], msg[400];
+    cJSON *body;
+    char *json;
+    CURLcode rc;
+
+    shim_json_flaw_text(why, flaw, sizeof(flaw));
+    snprintf(msg, sizeof(msg),
+             "codeshim could not read the model server's answer: %s, and JSON readers "
+             "disagree about what that says; nothing in it was run or passed on.", flaw);
+    LOG_WARN("%s", msg);
+    if (r->streaming)
+        return fail_stream(r, "upstream_error", msg);
+    body = shim_json_error(msg, "server_error", NULL, "upstream_error");
+    json = body ? cJSON_PrintUnformatted(body) : NULL;
+    cJSON_Delete(body);
+    if (!json)
+        return oom(r);
+    rc = shim_sink_whole(&r->sink, 502, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
+                         json, strlen(json));
+    free(json);
+    return rc;
+}
+
 /* What a later request continuing from this answer (previous_response_id)
  * will need: see chain.h. Responses only, and only when stored upstream. */
 static void remember(struct run *r, const cJSON *reply, const struct shim_call *calls,
@@ -306,8 +336,9 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     char *body = cJSON_PrintUnformatted(up);
     struct shim_call *calls = NULL;
     cJSON *reply = NULL, *answer;
+    struct shim_json_flaw flaw;
     size_t n = 0, i;
-    int foreign = 0, capped = 0;
+    int foreign = 0, capped = 0, err;
 
     if (!body) {
         *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
@@ -334,7 +365,15 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
         }
         return 0;
     }
-    reply = shim_json_parse(rep->body.data, rep->body.len);
+    err = shim_json_read(rep->body.data, rep->body.len, &reply, &flaw);
+    if (err == -ENOMEM) {
+        *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
+        return 0;
+    }
+    if (err == -EEXIST) {
+        *rc = ambiguous_reply(r, &flaw);
+        return 0;
+    }
     if (!reply || r->ops->scan(reply, &r->cv, &calls, &n, &foreign) < 0) {
         LOG_WARN("upstream answer is not a %s object; handing it over as is", r->ops->name);
         *rc = r->streaming ? fail_stream(r, "upstream_error",

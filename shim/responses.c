@@ -136,12 +136,40 @@ static cJSON *r_prepare(const cJSON *req, struct shim_conv *cv)
     return up;
 }
 
-static int is_internal_call(const cJSON *item, const struct shim_conv *cv)
+/* Only a plain function_call to the tool codeshim made for this request
+ * is codeshim's: a call inside a namespace belongs to the program's
+ * namespace tool, even when the names match. */
+int shim_responses_is_internal(const cJSON *item, const struct shim_conv *cv)
 {
     const char *type = shim_json_str(item, "type");
     const char *name = shim_json_str(item, "name");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(item, "namespace");
     return type && !strcmp(type, "function_call") && name &&
-           !strcmp(name, cv->tool_name);
+           !strcmp(name, cv->tool_name) && (!ns || cJSON_IsNull(ns));
+}
+
+/* Items the upstream finished by itself (text, reasoning, hosted tools it
+ * ran with their results inside): the loop may go on past them. Every
+ * other item, of a type known or not, waits for the program (its function,
+ * custom, computer, shell, patch calls, MCP approvals...): the loop ends
+ * and the program gets it as it came. */
+static int needs_nothing(const cJSON *item)
+{
+    static const char *const done[] = {
+        "message", "reasoning", "web_search_call", "file_search_call",
+        "image_generation_call", "mcp_call", "mcp_list_tools", "compaction"};
+    const char *type = shim_json_str(item, "type"), *exec;
+    size_t i;
+
+    if (!type)
+        return 0;
+    for (i = 0; i < sizeof(done) / sizeof(done[0]); i++)
+        if (!strcmp(type, done[i]))
+            return 1;
+    /* a tool search runs on the server or asks the program to run it */
+    exec = shim_json_str(item, "execution");
+    return (!strcmp(type, "tool_search_call") || !strcmp(type, "tool_search_output")) &&
+           exec && !strcmp(exec, "server");
 }
 
 static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **calls,
@@ -160,14 +188,11 @@ static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
     shim_conv_sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
     cJSON_ArrayForEach(it, output)
     {
-        const char *type = shim_json_str(it, "type");
         const cJSON *args;
         struct shim_call *c;
 
-        if (!type)
-            continue;
-        if (!is_internal_call(it, cv)) {
-            if (!strcmp(type, "function_call") || !strcmp(type, "custom_tool_call"))
+        if (!shim_responses_is_internal(it, cv)) {
+            if (!needs_nothing(it))
                 *foreign = 1;
             continue;
         }
@@ -253,7 +278,7 @@ static void add_visible(const cJSON *reply, const struct shim_call *calls, size_
 
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "output"))
     {
-        if (is_internal_call(it, cv)) {
+        if (shim_responses_is_internal(it, cv)) {
             const struct shim_call *c = shim_conv_find_call(shim_json_str(it, "call_id"), calls, n);
             if (c && c->executed)
                 cJSON_AddItemToArray(cv->visible, shim_responses_ci_item(c));
@@ -293,7 +318,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "output"))
     {
         const char *type = shim_json_str(it, "type");
-        if (is_internal_call(it, cv)) {
+        if (shim_responses_is_internal(it, cv)) {
             const struct shim_call *c = shim_conv_find_call(shim_json_str(it, "call_id"), calls, n);
             cJSON *fc;
             if (!c || !(c->executed || c->skipped))

@@ -246,10 +246,7 @@ static int emit_item(struct shim_stream *s, const cJSON *item)
 
 static int is_internal_item(const struct shim_stream *s, const cJSON *item)
 {
-    const char *type = shim_json_str(item, "type");
-    const char *name = shim_json_str(item, "name");
-    return type && !strcmp(type, "function_call") && name &&
-           !strcmp(name, s->cv->tool_name);
+    return shim_responses_is_internal(item, s->cv);
 }
 
 /* Sends the current reply's items up to (not including) the item whose
@@ -439,9 +436,17 @@ static int c_finish(struct shim_stream *s, const cJSON *answer)
     cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"))
     {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        const char *type = shim_json_str(tc, "type");
         cJSON *arr, *t, *f;
         d = cJSON_CreateObject();
         arr = cJSON_AddArrayToObject(d, "tool_calls");
+        if (type && strcmp(type, "function")) { /* a custom call: as it came */
+            t = cJSON_Duplicate(tc, 1);
+            shim_json_set(t, "index", cJSON_CreateNumber(i++));
+            cJSON_AddItemToArray(arr, t);
+            send(s, chunk(s, d, NULL));
+            continue;
+        }
         t = cJSON_CreateObject();
         cJSON_AddNumberToObject(t, "index", i++);
         cJSON_AddStringToObject(t, "id", shim_json_str(tc, "id") ? shim_json_str(tc, "id") : "");

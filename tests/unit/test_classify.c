@@ -63,12 +63,39 @@ static void body_checks(void **state)
     assert_false(body_is_ours("not json code_interpreter"));
 }
 
+static const char *unsupported(const char *s, enum shim_api kind, const char **why)
+{
+    cJSON *j = shim_json_parse(s, strlen(s));
+    const char *p;
+
+    assert_non_null(j);
+    *why = NULL;
+    p = shim_classify_unsupported(j, kind, why);
+    cJSON_Delete(j);
+    return p;
+}
+
+/* background: true cannot run: the loop lives inside the transfer. */
+static void unsupported_requests(void **state)
+{
+    const char *why;
+    (void)state;
+    assert_string_equal(unsupported("{\"background\":true}", SHIM_API_RESPONSES, &why),
+                        "background");
+    assert_non_null(strstr(why, "background"));
+    assert_null(unsupported("{\"background\":false}", SHIM_API_RESPONSES, &why));
+    assert_null(unsupported("{\"background\":null}", SHIM_API_RESPONSES, &why));
+    assert_null(unsupported("{\"model\":\"m\"}", SHIM_API_RESPONSES, &why));
+    assert_null(unsupported("{\"background\":true}", SHIM_API_CHAT, &why)); /* no such field */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(url_paths),
         cmocka_unit_test(transfer_checks),
         cmocka_unit_test(body_checks),
+        cmocka_unit_test(unsupported_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

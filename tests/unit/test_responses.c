@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +230,72 @@ static void full_turn(void **state)
     shim_conv_free(&cv);
 }
 
+/* Which items end the loop: every call the program must act on, and any
+ * item codeshim does not know; hosted results the upstream finished do
+ * not. Only a plain function_call named as codeshim's tool is ours. */
+static void which_items_wait_for_the_program(void **state)
+{
+    static const char *const waits[] = {
+        "{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\"}",
+        "{\"type\":\"function_call\",\"call_id\":\"c\",\"namespace\":\"crm\",\"name\":\"python\","
+        "\"arguments\":\"{}\"}",
+        "{\"type\":\"custom_tool_call\",\"call_id\":\"c\",\"name\":\"python\",\"input\":\"x\"}",
+        "{\"type\":\"computer_call\",\"id\":\"cu\",\"call_id\":\"c\"}",
+        "{\"type\":\"local_shell_call\",\"id\":\"ls\",\"call_id\":\"c\"}",
+        "{\"type\":\"shell_call\",\"id\":\"sh\",\"call_id\":\"c\"}",
+        "{\"type\":\"apply_patch_call\",\"id\":\"ap\",\"call_id\":\"c\"}",
+        "{\"type\":\"mcp_approval_request\",\"id\":\"mr\",\"name\":\"python\"}",
+        "{\"type\":\"tool_search_call\",\"id\":\"ts\",\"execution\":\"client\"}",
+        "{\"type\":\"code_interpreter_call\",\"id\":\"ci\"}", /* never forwarded upstream */
+        "{\"type\":\"program\",\"id\":\"p\",\"call_id\":\"c\"}",
+        "{\"type\":\"hologram_call\",\"id\":\"h\",\"name\":\"python\"}", /* unknown */
+        "{\"name\":\"python\",\"call_id\":\"c\"}",                      /* no type */
+        "\"a string\"",
+    };
+    static const char *const informs[] = {
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}",
+        "{\"type\":\"reasoning\",\"id\":\"rs\",\"summary\":[]}",
+        "{\"type\":\"web_search_call\",\"id\":\"ws\",\"status\":\"completed\"}",
+        "{\"type\":\"file_search_call\",\"id\":\"fs\",\"status\":\"completed\"}",
+        "{\"type\":\"image_generation_call\",\"id\":\"ig\",\"status\":\"completed\"}",
+        "{\"type\":\"mcp_call\",\"id\":\"mc\",\"name\":\"python\"}",
+        "{\"type\":\"mcp_list_tools\",\"id\":\"ml\"}",
+        "{\"type\":\"tool_search_call\",\"id\":\"ts\",\"execution\":\"server\"}",
+        "{\"type\":\"function_call\",\"call_id\":\"c9\",\"namespace\":null,\"name\":\"python\","
+        "\"arguments\":\"{}\"}", /* ours: a null namespace is none */
+    };
+    static const char ours[] =
+        "{\"type\":\"function_call\",\"call_id\":\"c0\",\"name\":\"python\",\"arguments\":\"{}\"}";
+    char text[1024];
+    size_t i, k;
+    (void)state;
+
+    for (k = 0; k < 2; k++) {
+        const char *const *set = k ? informs : waits;
+        size_t count = k ? sizeof(informs) / sizeof(informs[0]) : sizeof(waits) / sizeof(waits[0]);
+        for (i = 0; i < count; i++) {
+            struct shim_conv cv = {0};
+            struct shim_call *calls;
+            size_t n, want = 1 + (k && strstr(set[i], "\"c9\""));
+            int foreign = -1;
+            cJSON *r;
+
+            strcpy(cv.tool_name, "python");
+            snprintf(text, sizeof(text), "{\"output\":[%s,%s]}", ours, set[i]);
+            r = J(text);
+            assert_int_equal(shim_responses_ops.scan(r, &cv, &calls, &n, &foreign), 0);
+            if (foreign != !k || n != want)
+                fail_msg("%s: foreign %d, %zu calls", set[i], foreign, n);
+            assert_string_equal(calls[0].call_id, "c0");
+            while (n)
+                shim_call_free(&calls[--n]);
+            free(calls);
+            cJSON_Delete(r);
+            shim_conv_free(&cv);
+        }
+    }
+}
+
 static void capped_and_foreign(void **state)
 {
     struct shim_conv cv = {0};
@@ -307,6 +374,7 @@ int main(void)
         cmocka_unit_test(history_items_become_function_calls),
         cmocka_unit_test(full_turn),
         cmocka_unit_test(capped_and_foreign),
+        cmocka_unit_test(which_items_wait_for_the_program),
         cmocka_unit_test(scan_rejects_bad_shapes),
         cmocka_unit_test(parse_code_errors),
     };

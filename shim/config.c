@@ -154,6 +154,17 @@ static int get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
     return 1;
 }
 
+/* CODESHIM_SESSIOND: an absolute path only; a relative one would depend on
+ * whatever directory the program is in when a session starts. */
+static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
+{
+    get_str(p, "CODESHIM_SESSIOND", "", out, outsz);
+    if (out[0] && out[0] != '/') {
+        warnf(p, "CODESHIM_SESSIOND", out, "not an absolute path");
+        out[0] = '\0';
+    }
+}
+
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
                        void *ctx)
 {
@@ -182,7 +193,7 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, 7 * 86400);
     c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
     c->runtime_dir_default = get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
-    get_str(&p, "CODESHIM_SESSIOND", "", c->sessiond, sizeof(c->sessiond));
+    get_sessiond(&p, c->sessiond, sizeof(c->sessiond));
     c->memory_limit = get_size(&p, "CODESHIM_MEMORY", 1ULL << 30, 64ULL << 20,
                                1ULL << 40);
     c->procs_limit = (int)get_num(&p, "CODESHIM_PROCS", 256, 16, 65536);

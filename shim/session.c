@@ -509,21 +509,25 @@ static int failure(struct shim_exec_result *out, enum stage stage, int err)
     char text[512];
 
     memset(out, 0, sizeof(*out));
-    if (stage == NOT_REACHED || (stage == NOT_SENT && err != -ETIMEDOUT))
-        snprintf(text, sizeof(text), "Error: the session's sandbox could not be reached (%s); "
-                 "the code was not run.\n", strerror(-err));
-    else if (stage == NOT_SENT)
+    if (stage == NOT_SENT && err == -E2BIG)
+        snprintf(text, sizeof(text), "Error: the code is too large for the session's channel "
+                 "(at most %u bytes as JSON); it was not run.\n", SHIM_PROTO_MAX);
+    else if (stage == NOT_SENT && err == -ETIMEDOUT)
         snprintf(text, sizeof(text), "Error: the session's sandbox stayed busy with another "
                  "execution (%s); the code was not run.\n", strerror(-err));
+    else if (stage != SENT)
+        snprintf(text, sizeof(text), "Error: the session's sandbox could not be reached (%s); "
+                 "the code was not run.\n", strerror(-err));
     else if (err == -EPROTO)
         snprintf(text, sizeof(text), "Error: the session's sandbox sent an answer codeshim "
-                 "cannot use; the code ran, but its output is lost. It was not run again.\n");
+                 "cannot use; the code may have run, but its output is lost. It was not run "
+                 "again.\n");
     else
         snprintf(text, sizeof(text), "Error: the session's sandbox stopped answering after the "
                  "code was sent (%s); the code may have run, partly or fully. It was not run "
                  "again; a later execution starts a new sandbox if this one is gone.\n",
                  strerror(-err));
-    LOG_WARN("%s", text);
+    LOG_WARN("%.*s", (int)strcspn(text, "\n"), text);
     out->status = SHIM_EXEC_FAILED;
     out->logs = strdup(text);
     if (!out->logs)

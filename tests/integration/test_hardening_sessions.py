@@ -228,3 +228,14 @@ def test_sessiond_never_found_relative_to_the_current_directory(fake, rt, tmp_pa
     assert out.decode() == "42\n", err
     if sessiond:  # a relative CODESHIM_SESSIOND is refused, and the log says why
         assert "CODESHIM_SESSIOND" in err.decode()
+
+
+def test_supervisor_refuses_other_settings(tmp_path):
+    """codeshim-sessiond starts only under the settings its session is
+    named after (here: a fingerprint no configuration has)."""
+    d = tmp_path / "sess"
+    d.mkdir(mode=0o700)
+    p = subprocess.run([REPO / "build" / "codeshim-sessiond", d, "0" * 32],
+                       env=clean_env(preload=False), capture_output=True, timeout=30)
+    assert p.returncode == 1
+    assert not (d / "sock").exists() and not (d / "pid").exists()

@@ -1,13 +1,18 @@
 /* sessiond.c - codeshim-sessiond, the supervisor of one session.
  *
- *   codeshim-sessiond DIR
+ *   codeshim-sessiond DIR SETTINGS
  *
  * Started by the library (shim/session.c) when a request names a session
- * that has no supervisor yet. It daemonises (its first process exits once
- * the socket listens, so the program never holds a zombie), opens one
- * sandbox through sandbox.h with the program's CODESHIM_* settings, and
- * serves DIR/sock: one connection at a time, so executions from several
- * programs sharing the session are serialised. It exits by itself after
+ * that has no supervisor yet. It refuses to start unless the program's
+ * CODESHIM_* settings it inherited have the fingerprint SETTINGS (the one
+ * the session is named after, session.h). It daemonises (its first process
+ * exits once the socket listens, so the program never holds a zombie),
+ * opens one sandbox through sandbox.h with those settings, and serves
+ * DIR/sock (protocol: proto.h): one connection at a time, so executions
+ * from several programs sharing the session are serialised. Every
+ * execution gets an answer: a result too large for a frame is cut (with a
+ * note), and one that still cannot be sent becomes an error saying so; the
+ * connection is never just closed on a result. It exits by itself after
  * CODESHIM_SESSION_TTL seconds without a request, or on {"op":"close"} or
  * SIGTERM, closing the sandbox (every sandbox process ends) and removing
  * DIR. It touches DIR on every use: the library's LRU cap reads that. */
@@ -60,15 +65,58 @@ static void write_file(const char *dir, const char *name, const char *text)
     close(fd);
 }
 
-/* One connection: one request. Returns 1 when the session must end. */
-static int serve(int fd, struct shim_sandbox *sb, const char *cid)
+/* Answer fields every frame carries. */
+static cJSON *envelope(cJSON *ans, const char *cid, const char *settings)
+{
+    if (!ans)
+        return NULL;
+    cJSON_AddTrueToObject(ans, "ok");
+    cJSON_AddStringToObject(ans, "container_id", cid);
+    cJSON_AddStringToObject(ans, "settings", settings);
+    return ans;
+}
+
+static cJSON *error_answer(const char *text)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(ans, "status", SHIM_EXEC_FAILED);
+    cJSON_AddStringToObject(ans, "logs", text);
+    return ans;
+}
+
+/* Sends an exec answer; one that cannot be sent (too large, no memory) is
+ * replaced by a small error, so the program learns what happened. */
+static void send_answer(int fd, cJSON *ans, const char *cid, const char *settings)
+{
+    char text[256];
+    int rc = ans ? shim_proto_send(fd, ans, 10000) : -ENOMEM;
+
+    if (rc != -E2BIG && rc != -ENOMEM)
+        return;
+    LOG_WARN("session %s: cannot send a result (%s)", cid, strerror(-rc));
+    snprintf(text, sizeof(text), "Error: the session could not send this execution's result "
+             "(%s); the code ran, but its output is lost.\n", strerror(-rc));
+    ans = envelope(error_answer(text), cid, settings);
+    if (ans)
+        shim_proto_send(fd, ans, 10000);
+    cJSON_Delete(ans);
+}
+
+/* One connection: our greeting, then one request. Returns 1 when the
+ * session must end. */
+static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *settings)
 {
     cJSON *req = NULL, *ans;
     const char *op, *code;
     int end = 0;
 
-    if (shim_proto_recv(fd, &req, 10000) < 0)
+    ans = envelope(cJSON_CreateObject(), cid, settings);
+    if (!ans || shim_proto_send(fd, ans, 10000) < 0 || shim_proto_recv(fd, &req, 10000) < 0) {
+        cJSON_Delete(ans);
         return 0;
+    }
+    cJSON_Delete(ans);
     op = cJSON_GetStringValue(cJSON_GetObjectItem(req, "op"));
     code = cJSON_GetStringValue(cJSON_GetObjectItem(req, "code"));
     if (op && !strcmp(op, "exec") && code) {
@@ -77,17 +125,15 @@ static int serve(int fd, struct shim_sandbox *sb, const char *cid)
             ans = shim_proto_result_to_json(&r);
             shim_exec_result_free(&r);
         } else {
-            ans = cJSON_CreateObject();
-            cJSON_AddNumberToObject(ans, "status", SHIM_EXEC_FAILED);
-            cJSON_AddStringToObject(ans, "logs", "Error: the session's sandbox failed.");
+            ans = error_answer("Error: the session's sandbox failed.");
         }
+        send_answer(fd, envelope(ans, cid, settings), cid, settings);
     } else {
-        ans = cJSON_CreateObject();
         end = op && !strcmp(op, "close");
+        ans = envelope(cJSON_CreateObject(), cid, settings);
+        if (ans)
+            shim_proto_send(fd, ans, 10000);
     }
-    cJSON_AddTrueToObject(ans, "ok");
-    cJSON_AddStringToObject(ans, "container_id", cid);
-    shim_proto_send(fd, ans, 10000);
     cJSON_Delete(ans);
     cJSON_Delete(req);
     return end;
@@ -99,16 +145,25 @@ int main(int argc, char **argv)
     struct shim_sandbox *sb = NULL;
     struct sigaction sa;
     int ready[2], lfd;
-    char cid[64] = "", pidtxt[32], c;
-    const char *dir;
+    char cid[64] = "", pidtxt[32], mine[65], c;
+    const char *dir, *settings;
     long long last;
     pid_t pid;
 
-    if (argc != 2 || argv[1][0] != '/') {
-        fprintf(stderr, "usage: %s /path/to/session-dir (started by libcodeshim)\n", argv[0]);
+    if (argc != 3 || argv[1][0] != '/') {
+        fprintf(stderr, "usage: %s /path/to/session-dir SETTINGS (started by libcodeshim)\n",
+                argv[0]);
         return 2;
     }
     dir = argv[1];
+    settings = argv[2];
+    cfg = shim_config();
+    shim_session_settings(cfg, mine);
+    if (strcmp(mine, settings)) { /* the environment changed since the program read it */
+        LOG_ERR("refusing to start session %s: its sandbox settings are not the ones "
+                "this program uses", dir);
+        return 1;
+    }
     if (pipe(ready) < 0)
         return 1;
     pid = fork();
@@ -127,7 +182,6 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    cfg = shim_config();
     if (shim_sandbox_open(cfg, &sb) < 0)
         return 1;
     snprintf(cid, sizeof(cid), "%s", shim_sandbox_container_id(sb));
@@ -137,7 +191,7 @@ int main(int argc, char **argv)
     lfd = shim_proto_socket(dir, 1);
     if (lfd < 0) {
         shim_sandbox_close(sb);
-        shim_session_remove(dir, cid);
+        shim_session_remove(dir, cid, settings);
         return 1;
     }
     if (write(ready[1], "R", 1) != 1)
@@ -157,7 +211,7 @@ int main(int argc, char **argv)
         fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             continue;
-        rc = serve(fd, sb, cid);
+        rc = serve(fd, sb, cid, settings);
         close(fd);
         last = now_s();
         utimensat(AT_FDCWD, dir, NULL, 0);
@@ -167,6 +221,6 @@ int main(int argc, char **argv)
     LOG_INFO("session %s ends", cid);
     close(lfd);
     shim_sandbox_close(sb);
-    shim_session_remove(dir, cid);
+    shim_session_remove(dir, cid, settings);
     return 0;
 }

@@ -132,18 +132,37 @@ static int get_level(struct parse_ctx *p)
 }
 
 /* CODESHIM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/codeshim, else
- * /tmp/codeshim-<uid>: private to the user (session.c checks it). */
-static void get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
+ * ${TMPDIR:-/tmp}/codeshim-<uid>: private to the user (store.c checks it,
+ * and moves a default taken by someone else to a private sibling).
+ * Returns 1 for a default, 0 for the user's choice. */
+static int get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
 {
     const char *v = p->env("CODESHIM_RUNTIME_DIR", p->ctx);
     const char *xdg = p->env("XDG_RUNTIME_DIR", p->ctx);
+    const char *tmp = p->env("TMPDIR", p->ctx);
 
-    if (v && *v && strlen(v) < outsz - 64)
+    if (v && *v && strlen(v) < outsz - 64) {
         snprintf(out, outsz, "%s", v);
-    else if (xdg && *xdg == '/' && strlen(xdg) < outsz - 80)
+        return 0;
+    }
+    if (xdg && *xdg == '/' && strlen(xdg) < outsz - 80)
         snprintf(out, outsz, "%s/codeshim", xdg);
+    else if (tmp && *tmp == '/' && strlen(tmp) < outsz - 96)
+        snprintf(out, outsz, "%s/codeshim-%ld", tmp, (long)geteuid());
     else
         snprintf(out, outsz, "/tmp/codeshim-%ld", (long)geteuid());
+    return 1;
+}
+
+/* CODESHIM_SESSIOND: an absolute path only; a relative one would depend on
+ * whatever directory the program is in when a session starts. */
+static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
+{
+    get_str(p, "CODESHIM_SESSIOND", "", out, outsz);
+    if (out[0] && out[0] != '/') {
+        warnf(p, "CODESHIM_SESSIOND", out, "not an absolute path");
+        out[0] = '\0';
+    }
 }
 
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
@@ -173,8 +192,8 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     get_str(&p, "CODESHIM_TRACE", "", c->trace_file, sizeof(c->trace_file));
     c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, 7 * 86400);
     c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
-    get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
-    get_str(&p, "CODESHIM_SESSIOND", "", c->sessiond, sizeof(c->sessiond));
+    c->runtime_dir_default = get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
+    get_sessiond(&p, c->sessiond, sizeof(c->sessiond));
     c->memory_limit = get_size(&p, "CODESHIM_MEMORY", 1ULL << 30, 64ULL << 20,
                                1ULL << 40);
     c->procs_limit = (int)get_num(&p, "CODESHIM_PROCS", 256, 16, 65536);

@@ -29,8 +29,11 @@ struct shim_config {
     char trace_file[SHIM_PATH_MAX]; /* CODESHIM_TRACE */
     int session_ttl_s;             /* CODESHIM_SESSION_TTL: idle seconds */
     int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
-    char runtime_dir[SHIM_PATH_MAX]; /* session store (see session.c) */
-    char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND: supervisor path */
+    char runtime_dir[SHIM_PATH_MAX]; /* session store (see store.h) */
+    int runtime_dir_default;       /* not chosen by the user: store.c may
+                                      move to a private sibling */
+    char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND: supervisor path,
+                                      absolute ("" = next to the library) */
     /* The local sandbox (shim/sandbox/local.c). Sizes in bytes. */
     unsigned long long memory_limit;    /* CODESHIM_MEMORY: per process */
     int procs_limit;                    /* CODESHIM_PROCS: tasks */

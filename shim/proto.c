@@ -1,4 +1,6 @@
-/* proto.c - see proto.h. */
+/* proto.c - see proto.h. Framing with deadlines, the shape check done
+ * before parsing, and exec results to JSON (cut to fit a frame) and back
+ * (checked for a result's shape). */
 #include "proto.h"
 
 #include "json.h"
@@ -155,6 +157,8 @@ int shim_proto_recv(int fd, cJSON **out, int timeout_ms)
     if (!buf)
         return -ENOMEM;
     rc = read_all(fd, buf, n, deadline);
+    if (!rc)
+        rc = shim_proto_check_shape(buf, n);
     if (!rc) {
         *out = shim_json_parse(buf, n);
         if (!cJSON_IsObject(*out)) {
@@ -167,25 +171,248 @@ int shim_proto_recv(int fd, cJSON **out, int timeout_ms)
     return rc;
 }
 
-cJSON *shim_proto_result_to_json(const struct shim_exec_result *r)
+int shim_proto_check_shape(const char *p, size_t n)
 {
-    cJSON *j = cJSON_CreateObject(), *imgs, *files;
+    size_t i, nodes = 1;
+    int depth = 0, in_str = 0;
+
+    for (i = 0; i < n; i++) {
+        if (in_str) {
+            if (p[i] == '\\')
+                i++;
+            else if (p[i] == '"')
+                in_str = 0;
+            continue;
+        }
+        switch (p[i]) {
+        case '"':
+            in_str = 1;
+            break;
+        case '{':
+        case '[':
+            if (++depth > SHIM_PROTO_MAX_DEPTH)
+                return -EPROTO;
+            nodes++;
+            break;
+        case '}':
+        case ']':
+            depth--;
+            break;
+        case ',': /* every value after a container's first one */
+            nodes++;
+            break;
+        default:
+            break;
+        }
+        if (nodes > SHIM_PROTO_MAX_NODES)
+            return -EPROTO;
+    }
+    return 0;
+}
+
+/* ---------------- results to JSON, cut to fit ---------------- */
+
+#define FIXED_FIELDS 160  /* {"status":..,"logs":,"seconds":..,"images":[],"files":[]} */
+#define IMAGE_FIELDS 32   /* {"mime":,"base64":}, */
+#define NOTE_MAX 320      /* the note, as JSON */
+#define TAIL_MAX (16u << 10)
+#define NOTE "\n[... codeshim: this result was too large for the session channel " \
+             "(%zu bytes at most): %zu bytes of output, %zu of %zu images and %zu of %zu " \
+             "file names were left out ...]\n"
+
+/* What one byte of a string takes in JSON (cJSON's escaping). */
+static size_t esc_len(unsigned char c)
+{
+    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
+        return 2;
+    return c < 32 ? 6 : 1;
+}
+
+static size_t json_len(const char *s)
+{
+    size_t n = 2;
+
+    for (; *s; s++)
+        n += esc_len((unsigned char)*s);
+    return n;
+}
+
+static int continuation(unsigned char c)
+{
+    return (c & 0xC0) == 0x80;
+}
+
+/* Length of the longest prefix of s (ending before a character) whose
+ * JSON takes at most budget bytes. */
+static size_t head_fit(const char *s, size_t len, size_t budget)
+{
+    size_t i = 0, used = 0, ok = 0;
+
+    while (i < len && used + esc_len((unsigned char)s[i]) <= budget) {
+        used += esc_len((unsigned char)s[i++]);
+        if (i == len || !continuation((unsigned char)s[i]))
+            ok = i;
+    }
+    return ok;
+}
+
+/* Start of the longest suffix of s (starting on a character) whose JSON
+ * takes at most budget bytes. */
+static size_t tail_fit(const char *s, size_t len, size_t budget)
+{
+    size_t i = len, used = 0, ok = len;
+
+    while (i > 0 && used + esc_len((unsigned char)s[i - 1]) <= budget) {
+        used += esc_len((unsigned char)s[--i]);
+        if (!continuation((unsigned char)s[i]))
+            ok = i;
+    }
+    return ok;
+}
+
+static const char *mime_of(const struct shim_exec_image *im)
+{
+    return im->mime ? im->mime : "image/png";
+}
+
+static size_t image_len(const struct shim_exec_image *im)
+{
+    return json_len(im->base64 ? im->base64 : "") + json_len(mime_of(im)) + IMAGE_FIELDS;
+}
+
+struct cut {
+    size_t nimages, nfiles; /* how many are kept */
+    size_t head, tail;      /* logs kept: [0, head) and [tail, len) */
+};
+
+/* Decides what fits in budget bytes: the file names in at most half of
+ * it, then the images from the first, then the logs' head and tail. */
+static int plan_cut(const struct shim_exec_result *r, const char *logs, size_t budget,
+                    struct cut *c)
+{
+    size_t len = strlen(logs), llen = json_len(logs), ilen = 0, flen = 0, i, avail, t;
+
+    c->nimages = r->nimages;
+    c->nfiles = r->nfiles;
+    c->head = c->tail = len;
+    for (i = 0; i < r->nimages; i++)
+        ilen += image_len(&r->images[i]);
+    for (i = 0; i < r->nfiles; i++)
+        flen += json_len(r->files[i] ? r->files[i] : "") + 1;
+    if (llen + ilen + flen <= budget)
+        return 0;
+    budget = budget > NOTE_MAX ? budget - NOTE_MAX : 0;
+    while (c->nfiles && flen > budget / 2)
+        flen -= json_len(r->files[--c->nfiles] ? r->files[c->nfiles] : "") + 1;
+    while (c->nimages && llen + ilen + flen > budget)
+        ilen -= image_len(&r->images[--c->nimages]);
+    if (llen + ilen + flen > budget) {
+        avail = budget - ilen - flen; /* >= budget / 2: no image is left */
+        avail = avail > 2 ? avail - 2 : 0;
+        t = avail / 4 < TAIL_MAX ? avail / 4 : TAIL_MAX;
+        c->head = head_fit(logs, len, avail - t);
+        c->tail = c->head + tail_fit(logs + c->head, len - c->head, t);
+    }
+    return 1;
+}
+
+/* The logs with the note where they were cut (or at the end). */
+static char *cut_logs(const struct shim_exec_result *r, const char *logs, size_t max_bytes,
+                      const struct cut *c)
+{
+    size_t len = strlen(logs), tl = len - c->tail, nl;
+    char note[NOTE_MAX], *out;
+
+    nl = (size_t)snprintf(note, sizeof(note), NOTE, max_bytes, c->tail - c->head,
+                          r->nimages - c->nimages, r->nimages, r->nfiles - c->nfiles, r->nfiles);
+    if (nl >= sizeof(note))
+        nl = sizeof(note) - 1;
+    out = malloc(c->head + nl + tl + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, logs, c->head);
+    memcpy(out + c->head, note, nl);
+    memcpy(out + c->head + nl, logs + c->tail, tl);
+    out[c->head + nl + tl] = '\0';
+    return out;
+}
+
+cJSON *shim_proto_result_capped(const struct shim_exec_result *r, size_t max_bytes)
+{
+    const char *logs = r->logs ? r->logs : "";
+    cJSON *j, *imgs, *files;
+    char *text = NULL;
+    struct cut c;
     size_t i;
 
+    if (plan_cut(r, logs, max_bytes > FIXED_FIELDS ? max_bytes - FIXED_FIELDS : 0, &c) &&
+        !(text = cut_logs(r, logs, max_bytes, &c)))
+        return NULL;
+    j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "status", r->status);
-    cJSON_AddStringToObject(j, "logs", r->logs ? r->logs : "");
+    cJSON_AddStringToObject(j, "logs", text ? text : logs);
+    free(text);
     cJSON_AddNumberToObject(j, "seconds", r->seconds);
     imgs = cJSON_AddArrayToObject(j, "images");
-    for (i = 0; i < r->nimages; i++) {
+    for (i = 0; i < c.nimages; i++) {
         cJSON *im = cJSON_CreateObject();
-        cJSON_AddStringToObject(im, "mime", r->images[i].mime ? r->images[i].mime : "image/png");
+        cJSON_AddStringToObject(im, "mime", mime_of(&r->images[i]));
         cJSON_AddStringToObject(im, "base64", r->images[i].base64 ? r->images[i].base64 : "");
         cJSON_AddItemToArray(imgs, im);
     }
     files = cJSON_AddArrayToObject(j, "files");
-    for (i = 0; i < r->nfiles; i++)
+    for (i = 0; i < c.nfiles; i++)
         cJSON_AddItemToArray(files, cJSON_CreateString(r->files[i] ? r->files[i] : ""));
     return j;
+}
+
+cJSON *shim_proto_result_to_json(const struct shim_exec_result *r)
+{
+    return shim_proto_result_capped(r, SHIM_PROTO_MAX - SHIM_PROTO_ENVELOPE);
+}
+
+/* ---------------- results from JSON, checked ---------------- */
+
+static int is_base64(const char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '+' || *s == '/' || *s == '='))
+            return 0;
+    return 1;
+}
+
+/* NULL, or an array of at most max items. */
+static int list_ok(const cJSON *a, int max)
+{
+    return !a || (cJSON_IsArray(a) && cJSON_GetArraySize(a) <= max);
+}
+
+static int shape_ok(const cJSON *j)
+{
+    const cJSON *imgs = cJSON_GetObjectItemCaseSensitive(j, "images");
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files");
+    const cJSON *secs = cJSON_GetObjectItemCaseSensitive(j, "seconds");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status"), *it;
+    long long s = shim_json_int(j, "status");
+
+    if (!shim_json_str(j, "logs") || !cJSON_IsNumber(st) || s < SHIM_EXEC_OK ||
+        s > SHIM_EXEC_FAILED || (secs && !cJSON_IsNumber(secs)) ||
+        !list_ok(imgs, SHIM_PROTO_MAX_IMAGES) || !list_ok(files, SHIM_PROTO_MAX_FILES))
+        return 0;
+    cJSON_ArrayForEach(it, imgs)
+    {
+        const char *b = shim_json_str(it, "base64"), *m = shim_json_str(it, "mime");
+        if (!b || !is_base64(b) || (cJSON_GetObjectItemCaseSensitive(it, "mime") &&
+                                    (!m || strcmp(m, "image/png"))))
+            return 0;
+    }
+    cJSON_ArrayForEach(it, files)
+    {
+        if (!cJSON_IsString(it))
+            return 0;
+    }
+    return 1;
 }
 
 int shim_proto_result_from_json(const cJSON *j, struct shim_exec_result *r)
@@ -194,37 +421,36 @@ int shim_proto_result_from_json(const cJSON *j, struct shim_exec_result *r)
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files");
     const cJSON *secs = cJSON_GetObjectItemCaseSensitive(j, "seconds");
     const char *logs = shim_json_str(j, "logs");
-    long long st = shim_json_int(j, "status");
-    size_t n;
+    size_t ni = (size_t)cJSON_GetArraySize(imgs), nf = (size_t)cJSON_GetArraySize(files);
+    int oom = 0;
 
     memset(r, 0, sizeof(*r));
-    if (!logs || st < SHIM_EXEC_OK || st > SHIM_EXEC_FAILED)
+    if (!shape_ok(j))
         return -EPROTO;
-    r->status = (enum shim_exec_status)st;
+    r->status = (enum shim_exec_status)shim_json_int(j, "status");
     r->logs = strdup(logs);
     r->logs_len = strlen(logs);
     r->seconds = cJSON_IsNumber(secs) ? secs->valuedouble : 0;
-    n = (size_t)cJSON_GetArraySize(imgs);
-    if (n)
-        r->images = calloc(n, sizeof(*r->images));
+    if (ni && !(r->images = calloc(ni, sizeof(*r->images))))
+        oom = 1;
+    if (!r->images)
+        imgs = NULL;
     cJSON_ArrayForEach(it, imgs)
     {
-        const char *b = shim_json_str(it, "base64"), *m = shim_json_str(it, "mime");
-        if (!r->images || !b)
-            continue;
-        r->images[r->nimages].mime = strdup(m ? m : "image/png");
-        r->images[r->nimages].base64 = strdup(b);
-        r->nimages++;
+        struct shim_exec_image *im = &r->images[r->nimages++];
+        im->mime = strdup("image/png");
+        im->base64 = strdup(shim_json_str(it, "base64"));
+        oom |= !im->mime || !im->base64;
     }
-    n = (size_t)cJSON_GetArraySize(files);
-    if (n)
-        r->files = calloc(n, sizeof(*r->files));
+    if (nf && !(r->files = calloc(nf, sizeof(*r->files))))
+        oom = 1;
+    if (!r->files)
+        files = NULL;
     cJSON_ArrayForEach(it, files)
     {
-        if (r->files && cJSON_IsString(it))
-            r->files[r->nfiles++] = strdup(it->valuestring);
+        oom |= !(r->files[r->nfiles++] = strdup(it->valuestring));
     }
-    if (!r->logs) {
+    if (oom || !r->logs) {
         shim_exec_result_free(r);
         return -ENOMEM;
     }

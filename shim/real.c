@@ -9,15 +9,19 @@
  * our own wrappers is rejected: calling it would recurse forever.
  *
  * Binding happens lazily on the first wrapper call, never in a constructor
- * (pitfall: other libraries' constructors may call curl first). */
+ * (pitfall: other libraries' constructors may call curl first). The one
+ * constructor here only remembers where this library was loaded from,
+ * while that path still means what the loader took it to mean. */
 #include "real.h"
 
 #include "guard.h"
 #include "log.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct flavor_def {
@@ -124,17 +128,40 @@ const struct shim_curl_api *shim_real(enum shim_flavor f)
     return bound_ok[f] ? &apis[f] : NULL;
 }
 
-void shim_real_self_dir(char *out, size_t outsz)
+static char self_dir[PATH_MAX];
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+/* The real, absolute directory of this library. The loader may have been
+ * given a relative path (LD_PRELOAD=build/libcodeshim.so), which means
+ * something else once the program has changed directory: resolved once,
+ * at load time, before the program's own code runs. */
+static void find_self(void)
 {
     Dl_info info;
-    const char *slash;
+    char *real, *slash;
 
-    out[0] = '\0';
     if (!dladdr((void *)&shim_real_self_dir, &info) || !info.dli_fname)
         return;
-    slash = strrchr(info.dli_fname, '/');
-    if (slash && (size_t)(slash - info.dli_fname) < outsz)
-        snprintf(out, outsz, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
+    real = realpath(info.dli_fname, NULL);
+    if (!real)
+        return;
+    slash = strrchr(real, '/');
+    if (slash && (size_t)(slash - real) < sizeof(self_dir))
+        snprintf(self_dir, sizeof(self_dir), "%.*s", slash == real ? 1 : (int)(slash - real),
+                 real);
+    free(real);
+}
+
+__attribute__((constructor)) static void remember_self_dir(void)
+{
+    pthread_once(&self_once, find_self);
+}
+
+void shim_real_self_dir(char *out, size_t outsz)
+{
+    pthread_once(&self_once, find_self);
+    if ((size_t)snprintf(out, outsz, "%s", self_dir) >= outsz)
+        out[0] = '\0';
 }
 
 static shim_dlopen_fn real_dlopen_fn;

@@ -41,8 +41,10 @@ const struct shim_curl_api *shim_real(enum shim_flavor f);
 typedef void *(*shim_dlopen_fn)(const char *, int);
 shim_dlopen_fn shim_real_dlopen(void);
 
-/* Directory of the file this library was loaded from ("" if unknown):
- * codeshim's helper programs are installed next to it. */
+/* The real (absolute, symlinks resolved) directory of the file this
+ * library was loaded from, found once when it was loaded, so a later
+ * chdir() of the program changes nothing ("" if unknown): codeshim's
+ * helper programs are installed next to it. */
 void shim_real_self_dir(char *out, size_t outsz);
 
 #endif

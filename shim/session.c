@@ -1,8 +1,9 @@
 /* session.c - see session.h. The library side of sessions: naming, the
  * private runtime directory, attach-or-start under a per-identity lock,
  * LRU eviction, and one connection per execution to the supervisor
- * (codeshim-sessiond, sessiond/sessiond.c). Processes are started here
- * only for the supervisor; the sandbox itself is sandbox/'s business. */
+ * (codeshim-sessiond, sessiond/sessiond.c), sent at most once. Processes
+ * are started here only for the supervisor; the sandbox itself is
+ * sandbox/'s business. */
 #include "session.h"
 
 #include "config.h"
@@ -10,6 +11,7 @@
 #include "log.h"
 #include "proto.h"
 #include "real.h"
+#include "sha256.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -17,6 +19,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,21 +40,58 @@ struct shim_box {
     char iddir[SHIM_PATH_MAX];
     char dir[SHIM_PATH_MAX]; /* the session's directory */
     char name[65];
+    char settings[65]; /* shim_session_settings(cfg) */
     char cid[64];
     char note[512];
 };
 
 /* ---------------- names ---------------- */
 
-void shim_session_name(const char *identity, const char *session_id, char out[65])
+/* 32 hex digits of SHA-256 over tag and the parts, each NUL-terminated
+ * (so no two lists of parts hash alike). */
+static void hash_parts(const char *tag, const char *const *parts, size_t n, char out[65])
 {
-    shim_store_hash("codeshim-session-v1", identity, session_id, out);
+    struct shim_sha256 s;
+    unsigned char d[32];
+    size_t i;
+
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, tag, strlen(tag) + 1);
+    for (i = 0; i < n; i++)
+        shim_sha256_update(&s, parts[i], strlen(parts[i]) + 1);
+    shim_sha256_final(&s, d);
+    for (i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-static void container_file(const char *iddir, const char *cid, char *out, size_t n)
+void shim_session_settings(const struct shim_config *cfg, char out[65])
 {
+    char nums[256];
+    const char *parts[4] = {cfg->sandbox, nums, cfg->python, cfg->bwrap};
+
+    snprintf(nums, sizeof(nums), "unsafe=%d memory=%llu procs=%d disk=%llu fsize=%llu "
+             "cpu=%d timeout=%d output=%zu", cfg->unsafe_no_isolation != 0,
+             cfg->memory_limit, cfg->procs_limit, cfg->disk_limit, cfg->file_size_limit,
+             cfg->cpu_time_s, cfg->exec_timeout_s, cfg->output_cap);
+    hash_parts("codeshim-settings-v1", parts, 4, out);
+}
+
+void shim_session_name(const char *identity, const char *session_id, const char *settings,
+                       char out[65])
+{
+    const char *parts[3] = {identity, settings, session_id};
+
+    hash_parts("codeshim-session-v2", parts, 3, out);
+}
+
+/* The map entry naming the session of container cid, under settings. */
+static void container_file(const char *iddir, const char *cid, const char *settings,
+                           char *out, size_t n)
+{
+    const char *parts[2] = {cid, settings};
     char h[68] = "c-";
-    shim_store_hash("codeshim-container-v1", cid, NULL, h + 2);
+
+    hash_parts("codeshim-container-v2", parts, 2, h + 2);
     shim_store_join(out, n, iddir, h);
 }
 
@@ -83,7 +123,7 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-void shim_session_remove(const char *dir, const char *cid)
+void shim_session_remove(const char *dir, const char *cid, const char *settings)
 {
     char iddir[SHIM_PATH_MAX], cf[SHIM_PATH_MAX + 80];
     const char *slash = strrchr(dir, '/');
@@ -93,7 +133,7 @@ void shim_session_remove(const char *dir, const char *cid)
         return;
     memcpy(iddir, dir, (size_t)(slash - dir));
     iddir[slash - dir] = '\0';
-    container_file(iddir, cid, cf, sizeof(cf));
+    container_file(iddir, cid, settings, cf, sizeof(cf));
     if (cf[0])
         unlink(cf);
 }
@@ -106,15 +146,18 @@ static void close_session(const char *dir, int timeout_ms)
     cJSON *msg, *ans = NULL;
     int ok = 0;
 
-    if (fd >= 0) {
+    if (fd >= 0 && shim_proto_recv(fd, &ans, timeout_ms) == 0) { /* the greeting */
+        cJSON_Delete(ans);
+        ans = NULL;
         msg = cJSON_CreateObject();
         cJSON_AddStringToObject(msg, "op", "close");
         ok = shim_proto_send(fd, msg, timeout_ms) == 0 &&
              shim_proto_recv(fd, &ans, timeout_ms) == 0;
         cJSON_Delete(msg);
         cJSON_Delete(ans);
-        close(fd);
     }
+    if (fd >= 0)
+        close(fd);
     if (!ok && shim_store_join(p, sizeof(p), dir, "pid") == 0 && shim_store_read(p, pidtxt, sizeof(pidtxt), 1) == 0) {
         long pid = strtol(pidtxt, NULL, 10);
         if (pid > 1)
@@ -124,25 +167,33 @@ static void close_session(const char *dir, int timeout_ms)
 
 /* ---------------- starting a supervisor ---------------- */
 
-static void sessiond_path(const struct shim_config *cfg, char *out, size_t n)
+/* CODESHIM_SESSIOND (absolute: config.c), else the file next to the
+ * library's real path; never anything relative to the current directory. */
+static int sessiond_path(const struct shim_config *cfg, char *out, size_t n)
 {
     char dir[SHIM_PATH_MAX];
 
     if (cfg->sessiond[0]) {
         snprintf(out, n, "%s", cfg->sessiond);
-        return;
+        return 0;
     }
     shim_real_self_dir(dir, sizeof(dir));
-    shim_store_join(out, n, dir[0] ? dir : ".", "codeshim-sessiond");
+    if (dir[0] != '/') {
+        LOG_ERR("cannot tell where libcodeshim was loaded from; set CODESHIM_SESSIOND "
+                "to the absolute path of codeshim-sessiond");
+        return -ENOENT;
+    }
+    return shim_store_join(out, n, dir, "codeshim-sessiond");
 }
 
 /* Starts codeshim-sessiond for dir; it daemonises and its first process
  * exits once the socket listens, so waiting for it costs no zombie. */
-static int spawn_supervisor(const struct shim_config *cfg, const char *dir)
+static int spawn_supervisor(const struct shim_config *cfg, const char *dir,
+                            const char *settings)
 {
     char path[SHIM_PATH_MAX], tmpenv[SHIM_PATH_MAX + 8];
-    char *argv[] = {path, (char *)dir, NULL};
-    char **own = shim_config_own_env(), **envp;
+    char *argv[] = {path, (char *)dir, (char *)settings, NULL};
+    char **own, **envp;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
@@ -150,7 +201,9 @@ static int spawn_supervisor(const struct shim_config *cfg, const char *dir)
     pid_t pid;
     int rc, status;
 
-    sessiond_path(cfg, path, sizeof(path));
+    if ((rc = sessiond_path(cfg, path, sizeof(path))) < 0)
+        return rc;
+    own = shim_config_own_env();
     for (i = 0; own && own[i]; i++)
         n++;
     envp = calloc(n + 3, sizeof(*envp));
@@ -281,7 +334,7 @@ static int attach(struct shim_box *b, int *created)
         make_room(b->cfg, b->iddir, b->name);
         if ((rc = shim_store_private_dir(b->dir)) < 0)
             return rc;
-        if ((rc = spawn_supervisor(b->cfg, b->dir)) < 0) {
+        if ((rc = spawn_supervisor(b->cfg, b->dir, b->settings)) < 0) {
             remove_dir(b->dir);
             return rc;
         }
@@ -290,18 +343,19 @@ static int attach(struct shim_box *b, int *created)
     if ((rc = shim_store_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
         (rc = shim_store_read(p, b->cid, sizeof(b->cid), 1)) < 0)
         return rc;
-    container_file(b->iddir, b->cid, cf, sizeof(cf));
+    container_file(b->iddir, b->cid, b->settings, cf, sizeof(cf));
     if (*created)
         shim_store_write(cf, b->name);
     return 0;
 }
 
-/* The session that owns container cid, if it is alive. */
+/* The session that owns container cid under this request's settings, if
+ * it is alive (a container made under other settings is not found). */
 static int find_container(struct shim_box *b, const char *cid)
 {
     char cf[SHIM_PATH_MAX + 80], name[65];
 
-    container_file(b->iddir, cid, cf, sizeof(cf));
+    container_file(b->iddir, cid, b->settings, cf, sizeof(cf));
     if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !is_session_name(name))
         return 0;
     snprintf(b->name, sizeof(b->name), "%s", name);
@@ -311,8 +365,9 @@ static int find_container(struct shim_box *b, const char *cid)
 static void expired_note(struct shim_box *b, const char *old)
 {
     snprintf(b->note, sizeof(b->note),
-             "[Note: the earlier sandbox %.64s has expired; its variables, imports and "
-             "files are gone. This is a new sandbox (%s).]\n", old, b->cid);
+             "[Note: the earlier sandbox %.64s has expired (or was started with other "
+             "sandbox settings); its variables, imports and files are not here. This is "
+             "a new sandbox (%s).]\n", old, b->cid);
 }
 
 /* A referred-to container that is not the one in use, if any. */
@@ -349,6 +404,7 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
     if (!b)
         return -ENOMEM;
     b->cfg = cfg;
+    shim_session_settings(cfg, b->settings);
     *out = b;
     if ((!rq->session_id && !rq->ncontainers) ||
         shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
@@ -359,7 +415,7 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
         return open_private(b, rq);
     }
     if (rq->session_id) {
-        shim_session_name(rq->identity, rq->session_id, b->name);
+        shim_session_name(rq->identity, rq->session_id, b->settings, b->name);
         rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);
@@ -383,23 +439,62 @@ int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
     return 0;
 }
 
-/* One execution in the session: one connection. */
-static int session_exec(struct shim_box *b, const char *code, struct shim_exec_result *out)
+/* How far an execution got: only one that never reached the supervisor
+ * may be tried again. */
+enum stage { NOT_REACHED, NOT_SENT, SENT };
+
+/* The supervisor's greeting: the session must have our settings; a new
+ * container id means the sandbox is not the one we attached to. */
+static int greeting(struct shim_box *b, int fd, int timeout_ms)
+{
+    cJSON *g = NULL;
+    const char *set, *cid;
+    char old[64];
+    int rc = shim_proto_recv(fd, &g, timeout_ms);
+
+    if (rc == 0) {
+        set = shim_json_str(g, "settings");
+        cid = shim_json_str(g, "container_id");
+        if (!set || strcmp(set, b->settings) || !cid || strlen(cid) >= sizeof(b->cid)) {
+            LOG_ERR("session %s answered with other settings or no container id", b->name);
+            rc = -EPROTO;
+        } else if (strcmp(cid, b->cid)) {
+            snprintf(old, sizeof(old), "%s", b->cid);
+            snprintf(b->cid, sizeof(b->cid), "%s", cid);
+            expired_note(b, old);
+        }
+    }
+    cJSON_Delete(g);
+    return rc;
+}
+
+/* One execution in the session: one connection. *stage says how far it
+ * got when it fails. */
+static int session_exec(struct shim_box *b, const char *code, struct shim_exec_result *out,
+                        enum stage *stage)
 {
     int timeout = b->cfg->exec_timeout_s * 3000 + 30000; /* may queue behind another */
     int fd = connect_dir(b->dir), rc;
-    cJSON *msg, *ans = NULL;
+    cJSON *msg = NULL, *ans = NULL;
 
+    *stage = NOT_REACHED;
     if (fd < 0)
-        return -EPIPE;
-    msg = cJSON_CreateObject();
-    cJSON_AddStringToObject(msg, "op", "exec");
-    cJSON_AddStringToObject(msg, "code", code);
-    rc = shim_proto_send(fd, msg, 10000);
-    if (!rc)
+        return fd;
+    rc = greeting(b, fd, timeout);
+    if (rc != -EPIPE) /* closed before its greeting: the supervisor was ending */
+        *stage = NOT_SENT;
+    if (rc == 0) {
+        msg = cJSON_CreateObject();
+        cJSON_AddStringToObject(msg, "op", "exec");
+        rc = cJSON_AddStringToObject(msg, "code", code) ? shim_proto_send(fd, msg, 10000)
+                                                        : -ENOMEM;
+    }
+    if (rc == 0) {
+        *stage = SENT;
         rc = shim_proto_recv(fd, &ans, timeout);
-    if (!rc)
-        rc = shim_proto_result_from_json(ans, out);
+        if (rc == 0)
+            rc = shim_proto_result_from_json(ans, out);
+    }
     cJSON_Delete(msg);
     cJSON_Delete(ans);
     close(fd);
@@ -408,11 +503,60 @@ static int session_exec(struct shim_box *b, const char *code, struct shim_exec_r
     return rc;
 }
 
+/* A failed result whose text tells the model what happened. */
+static int failure(struct shim_exec_result *out, enum stage stage, int err)
+{
+    char text[512];
+
+    memset(out, 0, sizeof(*out));
+    if (stage == NOT_SENT && err == -E2BIG)
+        snprintf(text, sizeof(text), "Error: the code is too large for the session's channel "
+                 "(at most %u bytes as JSON); it was not run.\n", SHIM_PROTO_MAX);
+    else if (stage == NOT_SENT && err == -ETIMEDOUT)
+        snprintf(text, sizeof(text), "Error: the session's sandbox stayed busy with another "
+                 "execution (%s); the code was not run.\n", strerror(-err));
+    else if (stage != SENT)
+        snprintf(text, sizeof(text), "Error: the session's sandbox could not be reached (%s); "
+                 "the code was not run.\n", strerror(-err));
+    else if (err == -EPROTO)
+        snprintf(text, sizeof(text), "Error: the session's sandbox sent an answer codeshim "
+                 "cannot use; the code may have run, but its output is lost. It was not run "
+                 "again.\n");
+    else
+        snprintf(text, sizeof(text), "Error: the session's sandbox stopped answering after the "
+                 "code was sent (%s); the code may have run, partly or fully. It was not run "
+                 "again; a later execution starts a new sandbox if this one is gone.\n",
+                 strerror(-err));
+    LOG_WARN("%.*s", (int)strcspn(text, "\n"), text);
+    out->status = SHIM_EXEC_FAILED;
+    out->logs = strdup(text);
+    if (!out->logs)
+        return -ENOMEM;
+    out->logs_len = strlen(text);
+    return 0;
+}
+
+/* The supervisor is gone (idle TTL, evicted): start the session anew. */
+static int reattach(struct shim_box *b)
+{
+    char old[64];
+    int rc, created = 0, lk = lock_identity(b->iddir);
+
+    snprintf(old, sizeof(old), "%s", b->cid);
+    rc = lk < 0 ? lk : attach(b, &created);
+    if (lk >= 0)
+        close(lk);
+    if (rc == 0 && created)
+        expired_note(b, old);
+    return rc;
+}
+
 int shim_box_exec(struct shim_box *b, const char *code, size_t len,
                   struct shim_exec_result *out)
 {
+    enum stage stage;
     char *c;
-    int rc, created, lk;
+    int rc;
 
     if (!b)
         return -EINVAL;
@@ -421,23 +565,11 @@ int shim_box_exec(struct shim_box *b, const char *code, size_t len,
     c = strndup(code, len);
     if (!c)
         return -ENOMEM;
-    rc = session_exec(b, c, out);
-    if (rc == -EPIPE || rc == -ECONNREFUSED || rc == -ENOENT) {
-        /* the supervisor ended (idle TTL, evicted): start the session anew */
-        char old[64];
-        snprintf(old, sizeof(old), "%s", b->cid);
-        lk = lock_identity(b->iddir);
-        rc = lk < 0 ? lk : attach(b, &created);
-        if (lk >= 0)
-            close(lk);
-        if (rc == 0) {
-            if (created)
-                expired_note(b, old);
-            rc = session_exec(b, c, out);
-        }
-    }
+    rc = session_exec(b, c, out, &stage);
+    if (rc < 0 && stage == NOT_REACHED && (rc = reattach(b)) == 0)
+        rc = session_exec(b, c, out, &stage);
     free(c);
-    return rc;
+    return rc < 0 ? failure(out, stage, rc) : 0;
 }
 
 const char *shim_box_container_id(const struct shim_box *b)

@@ -9,16 +9,25 @@
  * connection, and the supervisor serves one connection at a time, so two
  * programs sharing a session have their executions serialised.
  *
- * Session key = (identity, session id); identity = SHA-256 of the API
- * key the program sent (never the key itself), or "anonymous" with no
- * key, which cannot collide with a hash (store.h). On disk:
+ * Session key = (identity, session id, sandbox settings); identity =
+ * SHA-256 of the API key the program sent (never the key itself), or
+ * "anonymous" with no key, which cannot collide with a hash (store.h);
+ * settings = a fingerprint of everything that decides what the sandbox is
+ * (shim_session_settings), so a run with other settings (say, without
+ * isolation) never shares a sandbox with this one. On disk:
  *   <runtime>/<identity hash>/<session hash>/   supervisor's dir (sock, pid)
- *   <runtime>/<identity hash>/c-<hash of container id>  -> session hash
+ *   <runtime>/<identity hash>/c-<hash of container id, settings> -> session
  * Names are hashes: they reveal neither keys nor session ids. The runtime
- * directory must be owned by the user with mode 0700, else sessions are
+ * directory must be private to the user (store.h), else sessions are
  * refused (and each request gets a private sandbox). Each identity holds
  * at most CODESHIM_SESSION_CAP live sessions; opening one more closes the
- * least recently used. */
+ * least recently used.
+ *
+ * An execution is sent at most once: only a failure to reach the
+ * supervisor (before its greeting, proto.h) is retried, with a new
+ * supervisor when the old one is gone. Once the code is sent, a lost
+ * connection or an unusable answer becomes a failed result whose text says
+ * what happened; the code is never run again for it. */
 #ifndef SHIM_SESSION_H
 #define SHIM_SESSION_H
 
@@ -40,7 +49,8 @@ struct shim_box_req {
 int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
                   struct shim_box **out);
 /* Runs code; same contract as shim_sandbox_exec. A session whose
- * supervisor is gone is started afresh (and the note says so). */
+ * supervisor cannot be reached is started afresh (and the note says so);
+ * any later failure is a SHIM_EXEC_FAILED result saying what happened. */
 int shim_box_exec(struct shim_box *b, const char *code, size_t len,
                   struct shim_exec_result *out);
 const char *shim_box_container_id(const struct shim_box *b);
@@ -48,10 +58,18 @@ const char *shim_box_container_id(const struct shim_box *b);
 const char *shim_box_take_note(struct shim_box *b);
 void shim_box_close(struct shim_box *b);
 
+/* The fingerprint of cfg's sandbox settings: backend, isolation on or
+ * off, interpreter, bwrap path, memory, process, disk, file-size and CPU
+ * limits, execution timeout and output cap. 32 hex digits (pure; out must
+ * hold 65 bytes). The supervisor refuses to start under other settings. */
+void shim_session_settings(const struct shim_config *cfg, char out[65]);
+
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
- * map entry of its container cid: what a supervisor leaves when it ends. */
-void shim_session_remove(const char *dir, const char *cid);
+ * map entry of its container cid under settings: what a supervisor leaves
+ * when it ends. */
+void shim_session_remove(const char *dir, const char *cid, const char *settings);
 /* A session's directory name (pure; out must hold 65 bytes). */
-void shim_session_name(const char *identity, const char *session_id, char out[65]);
+void shim_session_name(const char *identity, const char *session_id, const char *settings,
+                       char out[65]);
 
 #endif

@@ -7,10 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define SIBLINGS 16 /* <runtime>.1 ... .16 */
 
 int shim_store_join(char *out, size_t n, const char *a, const char *b)
 {
@@ -50,31 +53,83 @@ void shim_store_identity(const char *api_key, char out[65])
         shim_store_hash("codeshim-identity-v1", api_key, NULL, out);
 }
 
+/* 0 when path is (now) a real directory of this user with mode 0700;
+ * -EPERM when it is something else (described by *st), or -errno. */
+static int check_private(const char *path, struct stat *st)
+{
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    if (lstat(path, st) < 0)
+        return -errno;
+    if (!S_ISDIR(st->st_mode) || st->st_uid != geteuid() || (st->st_mode & 077))
+        return -EPERM;
+    return 0;
+}
+
 int shim_store_private_dir(const char *path)
 {
     struct stat st;
+    int rc = check_private(path, &st);
 
-    if (mkdir(path, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    if (lstat(path, &st) < 0)
-        return -errno;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    if (rc == -EPERM)
         LOG_WARN("%s is not a private directory of this user (mode %o, owner %ld): "
                  "sessions and continuity are off", path, (unsigned)(st.st_mode & 07777),
                  (long)st.st_uid);
-        return -EPERM;
+    return rc;
+}
+
+/* Says once per process which sibling replaces a taken runtime directory. */
+static void tell_moved(const char *base, const struct stat *st, const char *used)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char told[SHIM_PATH_MAX];
+
+    pthread_mutex_lock(&mu);
+    if (strcmp(told, used)) {
+        snprintf(told, sizeof(told), "%s", used);
+        LOG_WARN("%s is not a private directory of this user (mode %o, owner %ld): "
+                 "using %s for sessions and continuity instead", base,
+                 (unsigned)(st->st_mode & 07777), (long)st->st_uid, used);
     }
-    return 0;
+    pthread_mutex_unlock(&mu);
+}
+
+/* The runtime directory in use (store.h), checked; out holds n bytes. */
+static int runtime_root(const struct shim_config *cfg, char *out, size_t n)
+{
+    struct stat st, sib;
+    int rc, i;
+
+    if ((size_t)snprintf(out, n, "%s", cfg->runtime_dir) >= n)
+        return -ENAMETOOLONG;
+    rc = check_private(out, &st);
+    if (rc != -EPERM)
+        return rc;
+    if (!cfg->runtime_dir_default)
+        return shim_store_private_dir(out); /* the user's choice: refused, loudly */
+    for (i = 1; i <= SIBLINGS; i++) {
+        if ((size_t)snprintf(out, n, "%s.%d", cfg->runtime_dir, i) >= n)
+            break;
+        if (check_private(out, &sib) == 0) {
+            tell_moved(cfg->runtime_dir, &st, out);
+            return 0;
+        }
+    }
+    LOG_WARN("%s and its siblings %s.1 to .%d are not private directories of this user: "
+             "sessions and continuity are off", cfg->runtime_dir, cfg->runtime_dir, SIBLINGS);
+    out[0] = '\0';
+    return -EPERM;
 }
 
 int shim_store_identity_dir(const struct shim_config *cfg, const char *identity,
                             char *out, size_t n)
 {
+    char root[SHIM_PATH_MAX];
     int rc;
 
-    if ((rc = shim_store_join(out, n, cfg->runtime_dir, identity)) < 0)
+    if ((rc = runtime_root(cfg, root, sizeof(root))) < 0)
         return rc;
-    if ((rc = shim_store_private_dir(cfg->runtime_dir)) < 0)
+    if ((rc = shim_store_join(out, n, root, identity)) < 0)
         return rc;
     return shim_store_private_dir(out);
 }

@@ -1,11 +1,18 @@
 /* store.h - codeshim's private runtime directory, shared by sessions
  * (session.c) and conversation continuity (chain.c).
  *
- * Everything lives under cfg->runtime_dir, per identity:
+ * Everything lives under the runtime directory, per identity:
  * <runtime>/<identity>/, where identity is a hash of the program's API
  * key (session.h). Directories must be real directories owned by this
  * user with mode 0700, else the store is refused; names are hashes; files
- * are written atomically with mode 0600 and read with a size cap. */
+ * are written atomically with mode 0600 and read with a size cap.
+ *
+ * The runtime directory is cfg->runtime_dir. When that is a default (not
+ * CODESHIM_RUNTIME_DIR) and someone else holds the path (another owner,
+ * other permissions, not a directory), the first of its numbered siblings
+ * <dir>.1, <dir>.2, ... that is private to this user is used instead,
+ * created if missing: the same one in every run, so sessions survive; the
+ * log says so once per process. */
 #ifndef SHIM_STORE_H
 #define SHIM_STORE_H
 
@@ -21,7 +28,8 @@ void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]
  * key itself is never stored), or "anonymous" without a key, which is not
  * hex and so never equals a key's hash. out must hold 65 bytes. */
 void shim_store_identity(const char *api_key, char out[65]);
-/* Creates path 0700 if needed; 0 only if it is private to this user. */
+/* Creates path 0700 if needed; 0 only if it is private to this user
+ * (-EPERM, and a warning, if it is not). */
 int shim_store_private_dir(const char *path);
 /* The directory of an identity (shim_store_identity), created and
  * checked. 0 or -errno. */

@@ -32,8 +32,9 @@ def rt(tmp_path):
 
 
 def ask(url, code, key="sk-alice", session="s1", rt=None, env=None, api="responses",
-        extra=None):
-    """One curl run asking the fake model to run `code`; returns the answer."""
+        extra=None, stderr=False, cwd=None):
+    """One curl run asking the fake model to run `code`; returns the answer
+    (and, with stderr=True, also codeshim's log text)."""
     text = "```python\n%s\n```" % code if code is not None else "Just say hi."
     if api == "responses":
         body = {"model": "m", "input": text,
@@ -50,9 +51,9 @@ def ask(url, code, key="sk-alice", session="s1", rt=None, env=None, api="respons
            "-H", "Content-Type: application/json", "-d", json.dumps(body)]
     if key:
         cmd[2:2] = ["-H", "Authorization: Bearer " + key]
-    rc, out, err = run(cmd, env=e)
+    rc, out, err = run(cmd, env=e, cwd=cwd)
     assert rc == 0, err
-    return json.loads(out)
+    return (json.loads(out), err.decode()) if stderr else json.loads(out)
 
 
 def calls(r):

@@ -10,12 +10,13 @@ MANDIR ?= $(PREFIX)/share/man
 # library must be installed here for an installed launcher to find it.
 CODESHIM_LIBDIR ?= $(PREFIX)/lib/codeshim
 
-CLI_SRC := $(wildcard cli/*.c)
-CLI_HDR := $(wildcard cli/*.h)
+# The launcher reuses the library's capped buffer and JSON helpers.
+CLI_SRC := $(wildcard cli/*.c) shim/buf.c shim/json.c
+CLI_HDR := $(wildcard cli/*.h) shim/buf.h shim/json.h
 CLI_BIN := $(BUILD)/codeshim
 CLI_MAN := doc/codeshim.1
 # Recursive (=) so WARN and CFLAGS may be set after the include line.
-CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) \
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE -Ishim $(WARN) \
              -DCODESHIM_VERSION='"$(CODESHIM_VERSION)"' $(CFLAGS)
 
 $(CLI_BIN): $(CLI_SRC) $(CLI_HDR) cli/cli.mk

@@ -23,6 +23,12 @@ $(CLI_BIN): $(CLI_SRC) $(CLI_HDR) cli/cli.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(CLI_CFLAGS) $(CLI_SRC) -o $@ -lcjson
 
+# tests/unit/test_trace.c includes the trace loader and printers (the
+# generic unit-test rules link only the library's archive): rebuild it when
+# they change. build-asan is fuzz.mk's ASAN_DIR, not yet set here.
+TRACE_TEST_DEPS := cli/trace_load.c cli/trace_print.c cli/trace_model.h cli/trace.h
+$(BUILD)/tests/test_trace build-asan/tests/test_trace: $(TRACE_TEST_DEPS)
+
 .PHONY: install-cli uninstall-cli
 install-cli: $(CLI_BIN)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

@@ -10,17 +10,24 @@ MANDIR ?= $(PREFIX)/share/man
 # library must be installed here for an installed launcher to find it.
 CODESHIM_LIBDIR ?= $(PREFIX)/lib/codeshim
 
-CLI_SRC := $(wildcard cli/*.c)
-CLI_HDR := $(wildcard cli/*.h)
+# The launcher reuses the library's capped buffer and JSON helpers.
+CLI_SRC := $(wildcard cli/*.c) shim/buf.c shim/json.c
+CLI_HDR := $(wildcard cli/*.h) shim/buf.h shim/json.h
 CLI_BIN := $(BUILD)/codeshim
 CLI_MAN := doc/codeshim.1
 # Recursive (=) so WARN and CFLAGS may be set after the include line.
-CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) \
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE -Ishim $(WARN) \
              -DCODESHIM_VERSION='"$(CODESHIM_VERSION)"' $(CFLAGS)
 
 $(CLI_BIN): $(CLI_SRC) $(CLI_HDR) cli/cli.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(CLI_CFLAGS) $(CLI_SRC) -o $@ -lcjson
+
+# tests/unit/test_trace.c includes the trace loader and printers (the
+# generic unit-test rules link only the library's archive): rebuild it when
+# they change. build-asan is fuzz.mk's ASAN_DIR, not yet set here.
+TRACE_TEST_DEPS := cli/trace_load.c cli/trace_print.c cli/trace_model.h cli/trace.h
+$(BUILD)/tests/test_trace build-asan/tests/test_trace: $(TRACE_TEST_DEPS)
 
 .PHONY: install-cli uninstall-cli
 install-cli: $(CLI_BIN)

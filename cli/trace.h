@@ -2,9 +2,11 @@
  * written by the library, possibly by several processes) and summarizes it
  * per request, as text or as one JSON object.
  *
- * Split in three so each part is testable on its own: cli_trace_load()
- * aggregates lines into a struct cli_trace (bad lines are counted, never
- * fatal), the two printers only format it. */
+ * Split in three so each part is testable on its own (tests/unit/
+ * test_trace.c): cli_trace_load() (trace_load.c) aggregates lines into a
+ * struct cli_trace (trace_model.h; bad lines are counted, never fatal),
+ * the two printers (trace_print.c) only format it, trace.c is the
+ * subcommand. */
 #ifndef CLI_TRACE_H
 #define CLI_TRACE_H
 

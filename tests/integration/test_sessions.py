@@ -139,7 +139,11 @@ def test_cap_evicts_least_recently_used(fake, rt):
     env = {"CODESHIM_SESSION_CAP": "2"}
     for s in ("a", "b"):
         ask(fake.url, "v = %r" % s, session=s, rt=rt, env=env)
-    time.sleep(0.05)
+    # b's last use is the newest so far; make the order explicit in the
+    # session dirs' times (what the LRU reads), whatever the clock's grain
+    dirs = sorted(rt.glob("*/*/pid"), key=lambda p: p.parent.stat().st_mtime_ns)
+    for i, d in enumerate(dirs):
+        os.utime(d.parent, ns=(10**18 + i, 10**18 + i))
     ask(fake.url, "print(v)", session="a", rt=rt, env=env)  # a is now more recent than b
     ask(fake.url, "v = 'c'", session="c", rt=rt, env=env)   # evicts b
     assert len(supervisors(rt)) == 2
@@ -213,7 +217,10 @@ def test_container_reuse_and_expiry(fake, rt):
     # the upstream saw the history converted to function_call + output
     sent = fake.requests()[-2]["body"]["input"]
     assert [i.get("type") for i in sent[:3]] == [None, "function_call", "function_call_output"]
-    time.sleep(3.5)  # the session expires
+    deadline = time.monotonic() + 30  # the session expires (TTL 2 s)
+    while supervisors(rt) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert supervisors(rt) == []
     r3 = ask(fake.url, None, session=None, rt=rt, env=env, extra={"input": history})
     assert "has expired" in logs(r3) and "NameError" in logs(r3)
     assert calls(r3)[0]["container_id"] != item["container_id"]

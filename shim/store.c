@@ -42,14 +42,6 @@ void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-void shim_store_identity(const char *api_key, char out[65])
-{
-    if (!api_key || !*api_key)
-        snprintf(out, 65, "anonymous");
-    else
-        shim_store_hash("codeshim-identity-v1", api_key, NULL, out);
-}
-
 int shim_store_private_dir(const char *path)
 {
     struct stat st;

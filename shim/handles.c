@@ -192,8 +192,9 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_POSTFIELDSIZE:
     case CURLOPT_POSTFIELDSIZE_LARGE: {
         curl_off_t n = opt == CURLOPT_POSTFIELDSIZE ? (curl_off_t)v.l : v.off;
-        /* a larger size invalidates an earlier COPYPOSTFIELDS copy */
-        if (e->copied && e->postfields == e->copied && n > (curl_off_t)e->copied_len) {
+        /* as libcurl: a size larger than the one in force drops an
+         * earlier COPYPOSTFIELDS copy (any size, after an unsized copy) */
+        if (e->copied && e->postfields == e->copied && n > e->postsize) {
             free(e->copied);
             e->copied = NULL;
             e->postfields = NULL;
@@ -311,6 +312,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     if (e->postfields)
         out->body_len = e->postsize >= 0 ? (size_t)e->postsize
                                          : strlen(e->postfields);
+    out->body_copied_unsized = e->postfields && e->postfields == e->copied && e->postsize < 0;
     out->headers = e->headers;
     out->write_cb = e->write_cb;
     out->write_data = e->write_data_set ? e->write_data : stdout;

@@ -50,6 +50,9 @@ struct shim_handle_view {
     int method;
     const char *body; /* NULL when the body is not in memory */
     size_t body_len;
+    /* body is codeshim's copy of a COPYPOSTFIELDS that had no size: all
+     * libcurl knows of its length is strlen (upstream.c) */
+    int body_copied_unsized;
     const struct curl_slist *headers;
     shim_write_fn write_cb; /* NULL = libcurl's default fwrite */
     void *write_data;       /* default stdout */

@@ -16,6 +16,7 @@
 #include "trace.h"
 #include "upstream.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +414,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     struct shim_http_reply rep;
     cJSON *up;
     CURLcode rc = CURLE_OK;
+    int orc = 0;
 
     memset(&r, 0, sizeof(r));
     memset(&rep, 0, sizeof(rep));
@@ -428,8 +430,9 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     identify(&r);
     if (up && kind == SHIM_API_RESPONSES)
         shim_chain_apply(r.cfg, r.identity, up);
-    if (!up || shim_upstream_open(api, h, v, kind, &u) < 0) {
-        rc = oom(&r);
+    if (!up || (orc = shim_upstream_open(api, h, v, kind, &u)) < 0) {
+        rc = orc == -ENOTSUP ? shim_sink_fail(&r.sink, CURLE_FAILED_INIT, SHIM_UPSTREAM_NODUP)
+                             : oom(&r);
         goto out;
     }
     if (shim_log_enabled(SHIM_LOG_INFO)) {

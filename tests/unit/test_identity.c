@@ -270,7 +270,9 @@ static void many_entries(void **state)
     assert_string_not_equal(x, id_of(y, NULL, url2, NULL));
 }
 
-/* handles.c keeps credential options only as digests. */
+/* handles.c keeps credential options only as digests, and says when the
+ * body is an unsized COPYPOSTFIELDS copy (which libcurl 7.88 cannot
+ * duplicate), mirroring when libcurl drops that copy. */
 static void handles_record_for_identity(void **state)
 {
     CURL *h = (CURL *)(uintptr_t)0x5eed0;
@@ -283,10 +285,28 @@ static void handles_record_for_identity(void **state)
     shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_URL, o, 1);
     o.p = (void *)"alice:s3cret";
     shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_USERPWD, o, 1);
+    o.p = (void *)"{\"a\":1}";
+    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_COPYPOSTFIELDS, o, 1);
     assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_true(v.body_copied_unsized);
+    assert_int_equal(v.body_len, 7);
     assert_null(memmem(&v.creds, sizeof(v.creds), "s3cret", 6));
     shim_identity_of(v.headers, v.url, &v.creds, x);
     assert_hex32(x);
+    shim_handle_view_free(&v);
+    /* any size after an unsized copy: libcurl drops the copy */
+    o.l = 3;
+    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_POSTFIELDSIZE, o, 1);
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_null(v.body);
+    assert_false(v.body_copied_unsized);
+    shim_handle_view_free(&v);
+    /* a sized copy duplicates fine */
+    o.p = (void *)"{\"a\":1}";
+    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_COPYPOSTFIELDS, o, 1);
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_int_equal(v.body_len, 3);
+    assert_false(v.body_copied_unsized);
     shim_handle_view_free(&v);
     shim_handles_forget(h);
 }

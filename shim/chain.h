@@ -19,7 +19,7 @@
 
 struct shim_config;
 
-/* identity: shim_store_identity() of the request's API key. */
+/* identity: shim_identity_of() of the request's credentials. */
 /* Remembers answer_id -> upstream_id + owed function_call_output items
  * (outputs may be NULL). 0 or -errno; best effort. */
 int shim_chain_save(const struct shim_config *cfg, const char *identity,

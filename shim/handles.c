@@ -3,8 +3,6 @@
  * mutex (socket_wrapper's lesson: per-entry locks multiply fork cost). */
 #include "handles.h"
 
-#include "store.h"
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,7 +33,7 @@ struct entry {
     int write_data_set;
     long failonerror, include_header;
     char *errorbuffer;
-    char bearer_identity[65]; /* a hash: the token itself is never kept */
+    struct shim_creds creds; /* digests: a credential itself is never kept */
     struct answer ans;
 };
 
@@ -194,8 +192,9 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_POSTFIELDSIZE:
     case CURLOPT_POSTFIELDSIZE_LARGE: {
         curl_off_t n = opt == CURLOPT_POSTFIELDSIZE ? (curl_off_t)v.l : v.off;
-        /* a larger size invalidates an earlier COPYPOSTFIELDS copy */
-        if (e->copied && e->postfields == e->copied && n > (curl_off_t)e->copied_len) {
+        /* as libcurl: a size larger than the one in force drops an
+         * earlier COPYPOSTFIELDS copy (any size, after an unsized copy) */
+        if (e->copied && e->postfields == e->copied && n > e->postsize) {
             free(e->copied);
             e->copied = NULL;
             e->postfields = NULL;
@@ -250,13 +249,8 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
         break;
-    case CURLOPT_XOAUTH2_BEARER:
-        if (v.p && *(const char *)v.p)
-            shim_store_identity(v.p, e->bearer_identity);
-        else
-            e->bearer_identity[0] = '\0';
-        break;
     default:
+        shim_identity_option(&e->creds, opt, v.p);
         break;
     }
 }
@@ -271,10 +265,9 @@ static int interesting(CURLoption opt)
     case CURLOPT_MIMEPOST: case CURLOPT_HTTPHEADER: case CURLOPT_WRITEFUNCTION:
     case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
     case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
-    case CURLOPT_XOAUTH2_BEARER:
         return 1;
     default:
-        return 0;
+        return shim_identity_is_option(opt);
     }
 }
 
@@ -319,6 +312,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     if (e->postfields)
         out->body_len = e->postsize >= 0 ? (size_t)e->postsize
                                          : strlen(e->postfields);
+    out->body_copied_unsized = e->postfields && e->postfields == e->copied && e->postsize < 0;
     out->headers = e->headers;
     out->write_cb = e->write_cb;
     out->write_data = e->write_data_set ? e->write_data : stdout;
@@ -327,7 +321,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->failonerror = e->failonerror;
     out->include_header = e->include_header;
     out->errorbuffer = e->errorbuffer;
-    memcpy(out->bearer_identity, e->bearer_identity, sizeof(out->bearer_identity));
+    out->creds = e->creds;
 out:
     pthread_mutex_unlock(&lock);
     if (rc)

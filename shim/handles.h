@@ -2,7 +2,8 @@
  *
  * libcurl has no option getter, so the options codeshim needs later (URL,
  * method, body, headers, callbacks, error buffer) are recorded as the
- * program sets them. The table also holds the answer of a synthetic
+ * program sets them; credential options only as digests (identity.h).
+ * The table also holds the answer of a synthetic
  * transfer so curl_easy_getinfo can report it. State follows
  * curl_easy_reset, curl_easy_duphandle and curl_easy_cleanup; one mutex
  * guards the whole table and is never held while calling out.
@@ -13,6 +14,7 @@
 #ifndef SHIM_HANDLES_H
 #define SHIM_HANDLES_H
 
+#include "identity.h"
 #include "real.h"
 
 #include <curl/curl.h>
@@ -48,6 +50,9 @@ struct shim_handle_view {
     int method;
     const char *body; /* NULL when the body is not in memory */
     size_t body_len;
+    /* body is codeshim's copy of a COPYPOSTFIELDS that had no size: all
+     * libcurl knows of its length is strlen (upstream.c) */
+    int body_copied_unsized;
     const struct curl_slist *headers;
     shim_write_fn write_cb; /* NULL = libcurl's default fwrite */
     void *write_data;       /* default stdout */
@@ -56,7 +61,7 @@ struct shim_handle_view {
     long failonerror;
     long include_header;
     char *errorbuffer;
-    char bearer_identity[65]; /* identity of CURLOPT_XOAUTH2_BEARER, or "" */
+    struct shim_creds creds; /* credential options, as digests */
 };
 
 /* What a synthetic transfer answered; strings are copied in. */

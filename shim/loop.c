@@ -5,6 +5,7 @@
 #include "config.h"
 #include "conv.h"
 #include "deliver.h"
+#include "identity.h"
 #include "ids.h"
 #include "json.h"
 #include "log.h"
@@ -96,38 +97,11 @@ static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CUR
     shim_trace_emit(r->id, "upstream", f);
 }
 
-/* The API key the program sends in a header (borrowed from its header
- * list, valid during perform). */
-static const char *api_key_of(const struct curl_slist *h)
-{
-    for (; h; h = h->next) {
-        const char *d = h->data;
-        if (!d)
-            continue;
-        if (!strncasecmp(d, "Authorization:", 14)) {
-            d += 14;
-            d += strspn(d, " \t");
-            if (!strncasecmp(d, "Bearer ", 7))
-                return d + 7 + strspn(d + 7, " \t");
-        } else if (!strncasecmp(d, "api-key:", 8)) {
-            return d + 8 + strspn(d + 8, " \t");
-        } else if (!strncasecmp(d, "x-api-key:", 10)) {
-            return d + 10 + strspn(d + 10, " \t");
-        }
-    }
-    return NULL;
-}
-
-/* Who is asking: a hash of the key from the headers or from
- * CURLOPT_XOAUTH2_BEARER (only ever hashed, never kept). */
+/* Who is asking: a hash of every credential the request carries, in
+ * headers, URL or options (identity.h; only ever hashed, never kept). */
 static void identify(struct run *r)
 {
-    const char *key = api_key_of(r->v->headers);
-
-    if (!key && r->v->bearer_identity[0])
-        memcpy(r->identity, r->v->bearer_identity, sizeof(r->identity));
-    else
-        shim_store_identity(key, r->identity);
+    shim_identity_of(r->v->headers, r->v->url, &r->v->creds, r->identity);
 }
 
 /* The sandbox for this request: a session's, or a private one. */
@@ -478,6 +452,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     struct shim_http_reply rep;
     cJSON *up;
     CURLcode rc = CURLE_OK;
+    int orc = 0;
 
     memset(&r, 0, sizeof(r));
     memset(&rep, 0, sizeof(rep));
@@ -493,8 +468,9 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     identify(&r);
     if (up && kind == SHIM_API_RESPONSES)
         shim_chain_apply(r.cfg, r.identity, up);
-    if (!up || shim_upstream_open(api, h, v, kind, &u) < 0) {
-        rc = oom(&r);
+    if (!up || (orc = shim_upstream_open(api, h, v, kind, &u)) < 0) {
+        rc = orc == -ENOTSUP ? shim_sink_fail(&r.sink, CURLE_FAILED_INIT, SHIM_UPSTREAM_NODUP)
+                             : oom(&r);
         goto out;
     }
     if (shim_log_enabled(SHIM_LOG_INFO)) {

@@ -39,7 +39,7 @@ struct shim_config;
 struct shim_box;
 
 struct shim_box_req {
-    const char *identity;    /* shim_store_identity() of the request's key */
+    const char *identity;    /* shim_identity_of() of the request */
     const char *session_id;  /* metadata.session_id, or NULL */
     const char *const *containers; /* container ids the request refers to */
     size_t ncontainers;

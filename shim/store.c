@@ -45,14 +45,6 @@ void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-void shim_store_identity(const char *api_key, char out[65])
-{
-    if (!api_key || !*api_key)
-        snprintf(out, 65, "anonymous");
-    else
-        shim_store_hash("codeshim-identity-v1", api_key, NULL, out);
-}
-
 /* 0 when path is (now) a real directory of this user with mode 0700;
  * -EPERM when it is something else (described by *st), or -errno. */
 static int check_private(const char *path, struct stat *st)

@@ -24,14 +24,10 @@ struct shim_config;
 int shim_store_join(char *out, size_t n, const char *a, const char *b);
 /* 32 hex digits of SHA-256 over tag, a and b (NUL-separated). */
 void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]);
-/* The identity name for an API key: 32 hex digits of its SHA-256 (the
- * key itself is never stored), or "anonymous" without a key, which is not
- * hex and so never equals a key's hash. out must hold 65 bytes. */
-void shim_store_identity(const char *api_key, char out[65]);
 /* Creates path 0700 if needed; 0 only if it is private to this user
  * (-EPERM, and a warning, if it is not). */
 int shim_store_private_dir(const char *path);
-/* The directory of an identity (shim_store_identity), created and
+/* The directory of an identity (identity.h), created and
  * checked. 0 or -errno. */
 int shim_store_identity_dir(const struct shim_config *cfg, const char *identity,
                             char *out, size_t n);

@@ -100,6 +100,45 @@ nomem:
     return -ENOMEM;
 }
 
+/* libcurl 7.88 cannot duplicate a handle whose COPYPOSTFIELDS had no size
+ * (it copies (size_t)-1 bytes). For the duplication only, the body becomes
+ * a plain POSTFIELDS pointer to codeshim's copy of the same bytes; then the
+ * program's COPYPOSTFIELDS is set again as the program set it, so its
+ * handle ends as it was: libcurl's own copy of the string, no size, POST.
+ * Called with the guard up: nothing here is recorded. */
+static CURL *dup_unsized_copy(const struct shim_curl_api *api, CURL *h,
+                              const struct shim_handle_view *v)
+{
+    CURL *d;
+
+    if (api->easy_setopt(h, CURLOPT_POSTFIELDS, v->body) != CURLE_OK)
+        return NULL;
+    d = api->easy_duphandle(h);
+    if (api->easy_setopt(h, CURLOPT_COPYPOSTFIELDS, v->body) != CURLE_OK) {
+        /* never leave libcurl pointing at memory codeshim frees */
+        api->easy_setopt(h, CURLOPT_POSTFIELDS, "");
+        LOG_ERR("out of memory restoring the program's request body");
+    }
+    return d;
+}
+
+/* The private handle: a duplicate of the program's, so upstream calls keep
+ * every transport setting it has (resolve, connect-to, proxy, Unix socket,
+ * TLS, timeouts, protocols, auth). There is no fallback to a fresh handle:
+ * that would send the key without them. */
+static CURL *dup_program_handle(const struct shim_curl_api *api, CURL *h,
+                                const struct shim_handle_view *v)
+{
+    CURL *d;
+
+    shim_guard_enter();
+    d = v->body_copied_unsized ? dup_unsized_copy(api, h, v) : api->easy_duphandle(h);
+    shim_guard_leave();
+    if (!d)
+        LOG_ERR("libcurl cannot duplicate the program's handle: the request is not sent");
+    return d;
+}
+
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
                        const struct shim_handle_view *v, enum shim_api kind,
                        struct shim_upstream **out)
@@ -123,27 +162,15 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
         *out = u;
         return 0;
     }
-    shim_guard_enter();
-    u->h = api->easy_duphandle(h);
-    if (!u->h) {
-        /* libcurl 7.88 cannot duplicate a handle whose COPYPOSTFIELDS had
-         * no size (it copies (size_t)-1 bytes): start from a fresh handle
-         * with what was recorded. The program's other settings are lost,
-         * so say so. */
-        LOG_WARN("cannot duplicate the program's handle; upstream calls use a "
-                 "fresh handle (only URL, method and headers carried over)");
-        u->h = api->easy_init();
-        if (u->h && v->custom_request)
-            api->easy_setopt(u->h, CURLOPT_CUSTOMREQUEST, v->custom_request);
-    }
-    if (u->h)
-        api->easy_setopt(u->h, CURLOPT_URL, u->url);
-    shim_guard_leave();
+    u->h = dup_program_handle(api, h, v);
     if (!u->h) {
         free(u->url);
         free(u);
-        return -ENOMEM;
+        return -ENOTSUP;
     }
+    shim_guard_enter();
+    api->easy_setopt(u->h, CURLOPT_URL, u->url);
+    shim_guard_leave();
     rc = copy_headers(u, v->headers);
     if (rc) {
         shim_upstream_close(u);

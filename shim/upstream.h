@@ -28,7 +28,15 @@ void shim_http_reply_free(struct shim_http_reply *r);
 
 struct shim_upstream;
 
-/* Duplicates the program's handle h. 0 or -errno. */
+#define SHIM_UPSTREAM_NODUP                                                    \
+    "codeshim: libcurl could not copy this handle for the model call, and "   \
+    "sending it without the handle's own connection and TLS settings could "  \
+    "expose the API key; the request was not sent"
+
+/* Duplicates the program's handle h (its options are never changed in a
+ * way the program could see). 0, -ENOMEM, or -ENOTSUP when libcurl cannot
+ * duplicate h: then no call is made, since a fresh handle would lose the
+ * program's transport settings (SHIM_UPSTREAM_NODUP says so). */
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
                        const struct shim_handle_view *v, enum shim_api kind,
                        struct shim_upstream **out);

@@ -53,9 +53,11 @@ RUNTIME_DIR = Path(tempfile.mkdtemp(prefix="codeshim-rt-"))
 def stop_supervisors(root):
     """SIGTERM every session supervisor whose pid file is under root."""
     import signal
-    for pidfile in Path(root).glob("**/pid"):
+    for d, _, files in os.walk(root):  # skips directories removed meanwhile
+        if "pid" not in files:
+            continue
         try:
-            os.kill(int(pidfile.read_text()), signal.SIGTERM)
+            os.kill(int((Path(d) / "pid").read_text()), signal.SIGTERM)
         except (ValueError, OSError):
             pass
 

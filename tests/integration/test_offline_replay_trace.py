@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run, sse_json
+from conftest import REPO, run, sse_json, stop_supervisors
 import schema_check
 
 CURL = "/usr/bin/curl"
@@ -283,17 +283,35 @@ def test_log_levels_and_file(tmp_path):
 
 def test_no_key_from_the_url_in_any_file(fake, tmp_path):
     """Some clients put the key in the URL (Azure's ?api-key=, ?key=,
-    user:password@host): logs, traces and recordings never hold it."""
+    user:password@host) or in gateway headers and cookies: logs, traces,
+    recordings and the session store never hold it."""
     rec, trace, log = tmp_path / "rec", tmp_path / "t.jsonl", tmp_path / "log.txt"
+    rt = tmp_path / "rt"
     url = fake.url.replace("http://", "http://user:PWSECRET@") + \
         "/responses?api-version=1&api-key=QSECRET&key=KSECRET"
-    rc, out, err = curl(url, responses_body("```python\nprint(1)\n```"),
-                        {"CODESHIM_RECORD": rec, "CODESHIM_TRACE": trace,
-                         "CODESHIM_LOG": "debug", "CODESHIM_LOG_FILE": log})
-    assert rc == 0, err
+    body = responses_body("```python\nprint(1)\n```")
+    body["metadata"] = {"session_id": "s1"}
+    try:
+        rc, out, err = run([CURL, "-sS", url, "-H", "Content-Type: application/json",
+                            "-H", "x-goog-api-key: GSECRET", "-b", "session=CSECRET",
+                            "-d", json.dumps(body)],
+                           env={"CODESHIM_RECORD": rec, "CODESHIM_TRACE": trace,
+                                "CODESHIM_LOG": "debug", "CODESHIM_LOG_FILE": log,
+                                "CODESHIM_RUNTIME_DIR": rt})
+        assert rc == 0, err
+        # the session store too (names and contents), read while it lives
+        stored = [Path(d) / n for d, dirs, files in os.walk(rt) for n in dirs + files]
+        assert any(p.name == "pid" for p in stored)
+    finally:
+        stop_supervisors(rt)
     assert "QSECRET" in fake.requests()[0]["query"]  # the upstream got it, as sent
-    for f in list(rec.iterdir()) + [trace, log]:
-        data = f.read_bytes()
-        for secret in (b"QSECRET", b"KSECRET", b"PWSECRET"):
+    assert fake.requests()[0]["headers"]["x-goog-api-key"] == "GSECRET"
+    for f in list(rec.iterdir()) + [trace, log] + stored:
+        try:
+            data = f.read_bytes() if f.is_file() else b""
+        except OSError:
+            data = b""
+        for secret in (b"QSECRET", b"KSECRET", b"PWSECRET", b"GSECRET", b"CSECRET"):
             assert secret not in data, (f, secret)
+            assert secret.decode() not in str(f.relative_to(tmp_path)), f
     assert json.loads(trace.read_text().splitlines()[0])["url"].endswith("/v1/responses")

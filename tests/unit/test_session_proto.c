@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "identity.h"
 #include "proto.h"
 #include "session.h"
 #include "store.h"
@@ -42,20 +43,20 @@ static void identities(void **state)
     char a[65], b[65], c[65], n1[65], n2[65], n3[65];
     (void)state;
 
-    shim_store_identity("sk-one", a);
-    shim_store_identity("sk-two", b);
-    shim_store_identity(NULL, c);
+    shim_identity_key("sk-one", a);
+    shim_identity_key("sk-two", b);
+    shim_identity_key(NULL, c);
     assert_int_equal(strlen(a), 32);
     assert_string_not_equal(a, b);
     assert_string_equal(c, "anonymous"); /* not hex: never a key's hash */
-    shim_store_identity("", c);
+    shim_identity_key("", c);
     assert_string_equal(c, "anonymous");
     assert_null(strstr(a, "one"));
-    shim_store_identity("sk-one", b);
+    shim_identity_key("sk-one", b);
     assert_string_equal(a, b); /* stable across runs */
     shim_session_name(a, "s1", "f00d", n1);
     shim_session_name(a, "s2", "f00d", n2);
-    shim_store_identity("sk-two", b);
+    shim_identity_key("sk-two", b);
     shim_session_name(b, "s1", "f00d", n3);
     assert_string_not_equal(n1, n2);
     assert_string_not_equal(n1, n3); /* same id, other key: other session */

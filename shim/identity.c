@@ -1,0 +1,442 @@
+/* identity.c - see identity.h. Pure: no I/O, no globals, no allocation.
+ *
+ * Each piece of credential material becomes one entry, the SHA-256 of
+ * (kind, canonical name, value); the identity is the hash of the sorted
+ * entries, so the order of headers or parameters does not matter. One
+ * recognised API key alone keeps the key's own hash (shim_identity_key),
+ * the identity codeshim has always given it. */
+#include "identity.h"
+
+#include "sha256.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_TAG "codeshim-identity-v1"
+#define SET_TAG "codeshim-identity-set-v1"
+#define ORDERED_TAG "codeshim-identity-ordered-v1"
+#define MAX_SORTED 64 /* entries sorted; past that, hashed in order */
+#define NAME_CAP 256  /* longer names count as credentials */
+
+struct collect {
+    unsigned char d[MAX_SORTED][32];
+    size_t n;
+    struct shim_sha256 ordered; /* every entry in order, for n > MAX_SORTED */
+    int recognised;             /* entries that are a recognised key */
+    char key[SHIM_IDENTITY_SIZE]; /* identity of the first of those */
+};
+
+static void hex16(const unsigned char *d, char out[SHIM_IDENTITY_SIZE])
+{
+    int i;
+
+    for (i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* SHA-256 over KEY_TAG NUL key NUL, as store.c named identities. */
+static void key_hash(const void *p, size_t n, char out[SHIM_IDENTITY_SIZE])
+{
+    struct shim_sha256 s;
+    unsigned char d[32];
+
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, KEY_TAG, sizeof(KEY_TAG));
+    shim_sha256_update(&s, p, n);
+    shim_sha256_update(&s, "", 1);
+    shim_sha256_final(&s, d);
+    hex16(d, out);
+}
+
+void shim_identity_key(const char *api_key, char out[SHIM_IDENTITY_SIZE])
+{
+    if (!api_key || !*api_key)
+        snprintf(out, SHIM_IDENTITY_SIZE, "anonymous");
+    else
+        key_hash(api_key, strlen(api_key), out);
+}
+
+/* ---------------- options, reduced to digests when set ---------------- */
+
+static const struct {
+    CURLoption opt;
+    int slot, second; /* second >= 0: "user:password" split into both */
+    int blob;
+} options[] = {
+    {CURLOPT_XOAUTH2_BEARER, SHIM_CRED_XOAUTH2, -1, 0},
+    {CURLOPT_USERPWD, SHIM_CRED_USER, SHIM_CRED_PASSWORD, 0},
+    {CURLOPT_USERNAME, SHIM_CRED_USER, -1, 0},
+    {CURLOPT_PASSWORD, SHIM_CRED_PASSWORD, -1, 0},
+    {CURLOPT_COOKIE, SHIM_CRED_COOKIE, -1, 0},
+    {CURLOPT_PROXYUSERPWD, SHIM_CRED_PROXY_USER, SHIM_CRED_PROXY_PASSWORD, 0},
+    {CURLOPT_PROXYUSERNAME, SHIM_CRED_PROXY_USER, -1, 0},
+    {CURLOPT_PROXYPASSWORD, SHIM_CRED_PROXY_PASSWORD, -1, 0},
+    {CURLOPT_SSLCERT, SHIM_CRED_SSLCERT, -1, 0},
+    {CURLOPT_SSLCERT_BLOB, SHIM_CRED_SSLCERT, -1, 1},
+    {CURLOPT_SSLKEY, SHIM_CRED_SSLKEY, -1, 0},
+    {CURLOPT_SSLKEY_BLOB, SHIM_CRED_SSLKEY, -1, 1},
+    {CURLOPT_KEYPASSWD, SHIM_CRED_KEYPASSWD, -1, 0},
+    {CURLOPT_TLSAUTH_USERNAME, SHIM_CRED_TLSAUTH_USER, -1, 0},
+    {CURLOPT_TLSAUTH_PASSWORD, SHIM_CRED_TLSAUTH_PASSWORD, -1, 0},
+};
+
+static const char *const slot_names[SHIM_CRED_NSLOTS] = {
+    "xoauth2_bearer", "user", "password", "cookie", "proxy_user", "proxy_password",
+    "sslcert", "sslkey", "keypasswd", "tlsauth_user", "tlsauth_password",
+};
+
+static int option_index(CURLoption opt)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+        if (options[i].opt == opt)
+            return (int)i;
+    return -1;
+}
+
+int shim_identity_is_option(CURLoption opt)
+{
+    return option_index(opt) >= 0;
+}
+
+/* An empty value is no credential. */
+static void set_slot(struct shim_creds *c, int slot, const void *p, size_t n)
+{
+    if (p && n)
+        key_hash(p, n, c->d[slot]);
+    else
+        c->d[slot][0] = '\0';
+}
+
+void shim_identity_option(struct shim_creds *c, CURLoption opt, const void *arg)
+{
+    int i = option_index(opt);
+    const char *s = arg, *colon;
+
+    if (i < 0)
+        return;
+    if (options[i].blob) {
+        const struct curl_blob *b = arg;
+        set_slot(c, options[i].slot, b ? b->data : NULL, b ? b->len : 0);
+        return;
+    }
+    if (options[i].second < 0) {
+        set_slot(c, options[i].slot, s, s ? strlen(s) : 0);
+        return;
+    }
+    /* libcurl splits "user:password" at the first ':'; no ':' sets the
+     * user and clears the password; NULL clears both. */
+    colon = s ? strchr(s, ':') : NULL;
+    set_slot(c, options[i].slot, s, s ? (colon ? (size_t)(colon - s) : strlen(s)) : 0);
+    set_slot(c, options[i].second, colon ? colon + 1 : NULL, colon ? strlen(colon + 1) : 0);
+}
+
+/* ---------------- what looks like a credential ---------------- */
+
+static char lower(char ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
+int shim_identity_credential_name(const char *name, size_t n)
+{
+    static const char *const words[] = {
+        "key", "token", "auth", "secret", "sig", "pass", "pwd", "session", "sess",
+        "cookie", "cred", "bearer", "jwt", "code", "sid", "ticket", "apim",
+    };
+    /* request metadata that merely contains one of the words */
+    static const char *const not_credentials[] = {"idempotency-key", "x-idempotency-key"};
+    char buf[NAME_CAP];
+    size_t i;
+
+    if (n > NAME_CAP)
+        return 1; /* too long to judge: rather separate than share */
+    for (i = 0; i < n; i++)
+        buf[i] = lower(name[i]);
+    for (i = 0; i < sizeof(not_credentials) / sizeof(not_credentials[0]); i++)
+        if (n == strlen(not_credentials[i]) && !memcmp(buf, not_credentials[i], n))
+            return 0;
+    /* memmem, not strstr: a decoded name may hold a NUL */
+    for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (memmem(buf, n, words[i], strlen(words[i])))
+            return 1;
+    return 0;
+}
+
+/* ---------------- entries ---------------- */
+
+static void entry_begin(struct shim_sha256 *s, const char *kind)
+{
+    shim_sha256_init(s);
+    shim_sha256_update(s, kind, strlen(kind) + 1);
+}
+
+static void update_lower(struct shim_sha256 *s, const char *p, size_t n)
+{
+    char buf[64];
+    size_t i, k;
+
+    while (n) {
+        k = n < sizeof(buf) ? n : sizeof(buf);
+        for (i = 0; i < k; i++)
+            buf[i] = lower(p[i]);
+        shim_sha256_update(s, buf, k);
+        p += k;
+        n -= k;
+    }
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = lower(ch);
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* The byte at p[*i] of p[0..n), a %XX escape decoded; advances *i. */
+static char decoded_at(const char *p, size_t n, size_t *i)
+{
+    size_t k = *i;
+
+    *i = k + 1;
+    if (p[k] == '%' && k + 2 < n && hexval(p[k + 1]) >= 0 && hexval(p[k + 2]) >= 0) {
+        *i = k + 3;
+        return (char)(hexval(p[k + 1]) * 16 + hexval(p[k + 2]));
+    }
+    return p[k];
+}
+
+/* Percent-decodes p[0..n) into out (at most cap bytes); returns the
+ * decoded length, which may exceed cap (the rest is not written). */
+static size_t decode(const char *p, size_t n, char *out, size_t cap)
+{
+    size_t i = 0, k = 0;
+
+    while (i < n) {
+        char ch = decoded_at(p, n, &i);
+        if (k < cap)
+            out[k] = ch;
+        k++;
+    }
+    return k;
+}
+
+static void update_decoded(struct shim_sha256 *s, const char *p, size_t n)
+{
+    char buf[128];
+    size_t i = 0, k = 0;
+
+    while (i < n) {
+        buf[k++] = decoded_at(p, n, &i);
+        if (k == sizeof(buf)) {
+            shim_sha256_update(s, buf, k);
+            k = 0;
+        }
+    }
+    shim_sha256_update(s, buf, k);
+}
+
+/* Adds a finished entry; key: the identity of a recognised API key. */
+static void entry_end(struct collect *c, struct shim_sha256 *s, const char *key)
+{
+    unsigned char d[32];
+
+    shim_sha256_final(s, d);
+    if (c->n < MAX_SORTED)
+        memcpy(c->d[c->n], d, 32);
+    c->n++;
+    shim_sha256_update(&c->ordered, d, 32);
+    if (key && c->recognised++ == 0)
+        memcpy(c->key, key, SHIM_IDENTITY_SIZE);
+}
+
+static int is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+static int name_is(const char *p, size_t n, const char *lname)
+{
+    size_t i;
+
+    if (strlen(lname) != n)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (lower(p[i]) != lname[i])
+            return 0;
+    return 1;
+}
+
+/* The API key of a header codeshim recognises, or NULL. */
+static const char *recognised_key(const char *name, size_t nlen, const char *v,
+                                  const char *end, size_t *klen)
+{
+    if (name_is(name, nlen, "api-key") || name_is(name, nlen, "x-api-key")) {
+        *klen = (size_t)(end - v);
+        return v;
+    }
+    if (name_is(name, nlen, "authorization") && end - v > 7 &&
+        name_is(v, 6, "bearer") && (v[6] == ' ' || v[6] == '\t')) {
+        v += 7;
+        while (v < end && is_space(*v))
+            v++;
+        *klen = (size_t)(end - v);
+        return *klen ? v : NULL;
+    }
+    return NULL;
+}
+
+/* "Name: value". "Name:" tells libcurl to drop the header and "Name;"
+ * sends it empty: neither carries a credential. */
+static void add_header(struct collect *c, const char *line)
+{
+    const char *colon = strchr(line, ':'), *v, *end, *k;
+    char kid[SHIM_IDENTITY_SIZE];
+    struct shim_sha256 s;
+    size_t nlen, klen = 0;
+
+    if (!colon)
+        return;
+    nlen = (size_t)(colon - line);
+    while (nlen && is_space(line[nlen - 1]))
+        nlen--;
+    v = colon + 1;
+    while (*v && is_space(*v))
+        v++;
+    end = v + strlen(v);
+    while (end > v && is_space(end[-1]))
+        end--;
+    if (end == v || !shim_identity_credential_name(line, nlen))
+        return;
+    k = recognised_key(line, nlen, v, end, &klen);
+    if (k)
+        key_hash(k, klen, kid);
+    entry_begin(&s, "header");
+    update_lower(&s, line, nlen);
+    shim_sha256_update(&s, "", 1);
+    shim_sha256_update(&s, v, (size_t)(end - v));
+    entry_end(c, &s, k ? kid : NULL);
+}
+
+/* One "name=value" of the query string (p[0..n)). */
+static void add_param(struct collect *c, const char *p, size_t n)
+{
+    const char *eq = memchr(p, '=', n);
+    char name[NAME_CAP];
+    size_t nlen, dlen;
+    struct shim_sha256 s;
+
+    if (!eq || eq + 1 == p + n)
+        return; /* no value */
+    nlen = (size_t)(eq - p);
+    dlen = decode(p, nlen, name, NAME_CAP);
+    if (dlen <= NAME_CAP && !shim_identity_credential_name(name, dlen))
+        return; /* (a longer name counts as a credential) */
+    entry_begin(&s, "query");
+    update_decoded(&s, p, nlen);
+    shim_sha256_update(&s, "", 1);
+    update_decoded(&s, eq + 1, (size_t)(p + n - eq - 1));
+    entry_end(c, &s, NULL);
+}
+
+static void add_url(struct collect *c, const char *url)
+{
+    static const char scheme_chars[] = "abcdefghijklmnopqrstuvwxyz"
+                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.";
+    const char *auth = url + strspn(url, scheme_chars), *q, *frag, *at = NULL, *p;
+    size_t alen, n;
+    struct shim_sha256 s;
+
+    /* no scheme: libcurl guesses one, and the host comes first */
+    auth = auth > url && !strncmp(auth, "://", 3) ? auth + 3 : url;
+    alen = strcspn(auth, "/?#");
+    for (p = auth; p < auth + alen; p++)
+        if (*p == '@')
+            at = p;
+    if (at && at > auth) { /* user:password@host */
+        entry_begin(&s, "userinfo");
+        update_decoded(&s, auth, (size_t)(at - auth));
+        entry_end(c, &s, NULL);
+    }
+    q = auth + alen;
+    if (*q == '/')
+        q += strcspn(q, "?#");
+    if (*q != '?')
+        return;
+    q++;
+    frag = q + strcspn(q, "#");
+    /* '&' separates parameters, and ';' too for some servers */
+    while (q < frag) {
+        n = strcspn(q, "&;#");
+        add_param(c, q, n);
+        q += n;
+        if (q < frag)
+            q++;
+    }
+}
+
+static void add_options(struct collect *c, const struct shim_creds *o)
+{
+    struct shim_sha256 s;
+    int i;
+
+    for (i = 0; i < SHIM_CRED_NSLOTS; i++) {
+        if (!o->d[i][0])
+            continue;
+        entry_begin(&s, "option");
+        shim_sha256_update(&s, slot_names[i], strlen(slot_names[i]) + 1);
+        shim_sha256_update(&s, o->d[i], strlen(o->d[i]));
+        /* the bearer option's digest is its key's identity */
+        entry_end(c, &s, i == SHIM_CRED_XOAUTH2 ? o->d[i] : NULL);
+    }
+}
+
+static int cmp_digest(const void *a, const void *b)
+{
+    return memcmp(a, b, 32);
+}
+
+void shim_identity_of(const struct curl_slist *headers, const char *url,
+                      const struct shim_creds *opts, char out[SHIM_IDENTITY_SIZE])
+{
+    struct collect c;
+    struct shim_sha256 s;
+    unsigned char d[32];
+    size_t i;
+
+    c.n = 0;
+    c.recognised = 0;
+    c.key[0] = '\0';
+    shim_sha256_init(&c.ordered);
+    shim_sha256_update(&c.ordered, ORDERED_TAG, sizeof(ORDERED_TAG));
+    for (; headers; headers = headers->next)
+        if (headers->data)
+            add_header(&c, headers->data);
+    if (url)
+        add_url(&c, url);
+    if (opts)
+        add_options(&c, opts);
+    if (!c.n) {
+        shim_identity_key(NULL, out);
+        return;
+    }
+    if (c.n == 1 && c.recognised) {
+        memcpy(out, c.key, SHIM_IDENTITY_SIZE);
+        return;
+    }
+    if (c.n > MAX_SORTED) {
+        shim_sha256_final(&c.ordered, d);
+        hex16(d, out);
+        return;
+    }
+    qsort(c.d, c.n, 32, cmp_digest);
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, SET_TAG, sizeof(SET_TAG));
+    for (i = 0; i < c.n; i++)
+        shim_sha256_update(&s, c.d[i], 32);
+    shim_sha256_final(&s, d);
+    hex16(d, out);
+}

@@ -16,6 +16,7 @@
  * CODESHIM_SESSION_TTL seconds without a request, or on {"op":"close"} or
  * SIGTERM, closing the sandbox (every sandbox process ends) and removing
  * DIR. It touches DIR on every use: the library's LRU cap reads that. */
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "proto.h"
@@ -45,9 +46,7 @@ static void on_term(int sig)
 
 static long long now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec;
+    return shim_clock_ms() / 1000;
 }
 
 

@@ -192,9 +192,7 @@ int shim_cassette_load(const char *dir, const char *key, int occurrence,
         cJSON_Delete(doc);
         return -EPROTO;
     }
-    memset(r, 0, sizeof(*r));
-    shim_buf_init(&r->head, 256 * 1024);
-    shim_buf_init(&r->body, max_response);
+    shim_http_reply_init(r, 256 * 1024, max_response);
     r->status = (long)shim_json_int(resp, "status");
     r->http_version = (long)shim_json_int(resp, "http_version");
     ct = shim_json_str(resp, "content_type");

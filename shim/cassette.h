@@ -14,7 +14,9 @@
 #ifndef SHIM_CASSETTE_H
 #define SHIM_CASSETTE_H
 
-#include "upstream.h"
+#include "reply.h"
+
+#include <stddef.h>
 
 /* Computes the key and takes the next occurrence number for it in this
  * process (1 for the first time). */

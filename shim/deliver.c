@@ -1,19 +1,12 @@
 /* deliver.c - see deliver.h. */
 #include "deliver.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-
-double shim_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const char *reason(long status)
 {
@@ -166,7 +159,7 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     s->info.size_upload = (curl_off_t)s->v->body_len;
     s->info.size_download = 0;
     s->info.header_size = (long)block.len;
-    s->info.total_time = shim_now() - s->t0;
+    s->info.total_time = shim_clock_s() - s->t0;
     publish(s); /* before the first callback: the program may ask getinfo */
     while (p < end && s->rc == CURLE_OK) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -214,7 +207,7 @@ CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
 
 CURLcode shim_sink_end(struct shim_sink *s)
 {
-    s->info.total_time = shim_now() - s->t0;
+    s->info.total_time = shim_clock_s() - s->t0;
     publish(s);
     if (s->rc == CURLE_OK && s->v->write_cb == NULL)
         fflush(s->v->write_data ? (FILE *)s->v->write_data : stdout);

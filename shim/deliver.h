@@ -51,7 +51,5 @@ CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
 /* Fails the transfer with rc and message (copied to ERRORBUFFER). */
 CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message);
 
-/* Seconds on a monotonic clock. */
-double shim_now(void);
 
 #endif

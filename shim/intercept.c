@@ -7,6 +7,7 @@
 #include "intercept.h"
 
 #include "classify.h"
+#include "clock.h"
 #include "config.h"
 #include "deliver.h"
 #include "guard.h"
@@ -99,7 +100,7 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
     cJSON *req;
     CURLcode rc;
     int err;
-    double t0 = shim_now();
+    double t0 = shim_clock_s();
 
     shim_handles_clear_answer(h);
     if (cfg->disabled || shim_handles_view(h, &v) < 0)

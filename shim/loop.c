@@ -2,6 +2,7 @@
 #include "loop.h"
 
 #include "chain.h"
+#include "clock.h"
 #include "config.h"
 #include "conv.h"
 #include "deliver.h"
@@ -433,7 +434,7 @@ static void trace_answer(struct run *r, CURLcode rc, double t0)
     cJSON_AddNumberToObject(f, "status", r->sink.info.response_code);
     cJSON_AddNumberToObject(f, "executions", r->executed);
     cJSON_AddNumberToObject(f, "upstream_calls", r->turns);
-    cJSON_AddNumberToObject(f, "seconds", shim_now() - t0);
+    cJSON_AddNumberToObject(f, "seconds", shim_clock_s() - t0);
     cJSON_AddNumberToObject(f, "curl_code", rc);
     shim_trace_emit(r->id, "answer", f);
     if (rc != CURLE_OK) {

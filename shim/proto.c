@@ -3,6 +3,7 @@
  * (checked for a result's shape). */
 #include "proto.h"
 
+#include "clock.h"
 #include "json.h"
 
 #include <errno.h>
@@ -17,18 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int wait_fd(int fd, short ev, long long deadline)
 {
     for (;;) {
         struct pollfd p = {fd, ev, 0};
-        long long left = deadline - now_ms();
+        long long left = deadline - shim_clock_ms();
         int rc;
         if (left <= 0)
             return -ETIMEDOUT;
@@ -116,7 +111,7 @@ int shim_proto_send(int fd, const cJSON *msg, int timeout_ms)
 {
     char *s = cJSON_PrintUnformatted(msg);
     unsigned char hdr[4];
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = shim_clock_ms() + timeout_ms;
     size_t n;
     int rc;
 
@@ -141,7 +136,7 @@ int shim_proto_send(int fd, const cJSON *msg, int timeout_ms)
 int shim_proto_recv(int fd, cJSON **out, int timeout_ms)
 {
     unsigned char hdr[4];
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = shim_clock_ms() + timeout_ms;
     uint32_t n;
     char *buf;
     int rc;

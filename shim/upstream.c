@@ -2,6 +2,7 @@
 #include "upstream.h"
 
 #include "cassette.h"
+#include "clock.h"
 #include "config.h"
 #include "guard.h"
 #include "json.h"
@@ -13,14 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define HEAD_CAP (256 * 1024)
 
-enum transport { NETWORK, OFFLINE, REPLAY };
+struct shim_upstream;
+
+/* Where a call goes (curl's lib/ backend pattern): the network through the
+ * program's libcurl, the offline model, or a recording. post fills r,
+ * already initialised, and returns a CURLcode with errbuf on failure. */
+struct transport {
+    const char *name;
+    CURLcode (*post)(struct shim_upstream *u, const char *body, size_t len,
+                     struct shim_http_reply *r, char *errbuf);
+};
 
 struct shim_upstream {
-    enum transport t;
+    const struct transport *t;
     enum shim_api kind;
     const struct shim_config *cfg;
     char *url;
@@ -30,12 +39,6 @@ struct shim_upstream {
     size_t max_response;
     struct shim_http_reply *cur; /* reply being filled by the callbacks */
 };
-
-void shim_http_reply_free(struct shim_http_reply *r)
-{
-    shim_buf_free(&r->head);
-    shim_buf_free(&r->body);
-}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
@@ -139,6 +142,109 @@ static CURL *dup_program_handle(const struct shim_curl_api *api, CURL *h,
     return d;
 }
 
+static CURLcode offline_post(struct shim_upstream *u, const char *body, size_t len,
+                             struct shim_http_reply *r, char *errbuf)
+{
+    cJSON *req = shim_json_parse(body, len);
+    cJSON *rep = req ? shim_offline_reply(u->kind, req) : NULL;
+    char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
+
+    (void)errbuf;
+    if (text)
+        shim_http_reply_local(r, 200, text);
+    else
+        shim_http_reply_local(r, 500, "{\"error\":{\"message\":\"codeshim offline model failed\","
+                                      "\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+    free(text);
+    cJSON_Delete(rep);
+    cJSON_Delete(req);
+    return CURLE_OK;
+}
+
+static CURLcode replay_post(struct shim_upstream *u, const char *body, size_t len,
+                            struct shim_http_reply *r, char *errbuf)
+{
+    char key[65], msg[512];
+    int occ, rc;
+
+    (void)errbuf;
+    shim_cassette_key(u->url, body, len, key, &occ);
+    rc = shim_cassette_load(u->cfg->replay_dir, key, occ, r, u->max_response);
+    if (rc == 0)
+        return CURLE_OK;
+    shim_http_reply_init(r, HEAD_CAP, u->max_response);
+    LOG_ERR("replay: no recorded exchange %s (occurrence %d) in %s", key, occ,
+            u->cfg->replay_dir);
+    snprintf(msg, sizeof(msg),
+             "{\"error\":{\"message\":\"codeshim replay: no recorded exchange matches "
+             "this request (key %s, occurrence %d)\",\"type\":\"codeshim_replay_miss\","
+             "\"param\":null,\"code\":\"replay_miss\"}}", key, occ);
+    shim_http_reply_local(r, 500, msg);
+    return CURLE_OK;
+}
+
+/* CODESHIM_RECORD: what the network answered, saved as a cassette. */
+static void record(struct shim_upstream *u, const char *body, size_t len,
+                   const struct shim_http_reply *r)
+{
+    char key[65];
+    int occ, rc;
+
+    shim_cassette_key(u->url, body, len, key, &occ);
+    rc = shim_cassette_save(u->cfg->record_dir, key, occ, u->url, body, len, r);
+    if (rc < 0)
+        LOG_WARN("record: cannot save exchange %s: %s", key, strerror(-rc));
+}
+
+static CURLcode network_post(struct shim_upstream *u, const char *body, size_t len,
+                             struct shim_http_reply *r, char *errbuf)
+{
+    CURLcode rc;
+
+    u->cur = r;
+    shim_guard_enter();
+    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
+    u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
+    u->api->easy_setopt(u->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    rc = u->api->easy_perform(u->h);
+    if (rc == CURLE_OK) {
+        const char *ct = NULL;
+        u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
+        u->api->easy_getinfo(u->h, CURLINFO_HTTP_VERSION, &r->http_version);
+        u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
+        if (ct)
+            snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
+    }
+    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
+    shim_guard_leave();
+    u->cur = NULL;
+    if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE > r->body.cap) {
+        snprintf(errbuf, CURL_ERROR_SIZE,
+                 "codeshim: upstream response larger than %zu bytes "
+                 "(CODESHIM_MAX_RESPONSE)", r->body.cap);
+        rc = CURLE_FILESIZE_EXCEEDED;
+    }
+    if (rc != CURLE_OK) {
+        LOG_WARN("upstream call failed: %s (%d)", errbuf, (int)rc);
+        return rc;
+    }
+    LOG_DEBUG("upstream answered %ld, %zu bytes", r->status, r->body.len);
+    if (u->cfg->record_dir[0])
+        record(u, body, len, r);
+    return CURLE_OK;
+}
+
+static const struct transport network = {"network", network_post};
+static const struct transport offline = {"offline", offline_post};
+static const struct transport replay = {"replay", replay_post};
+
+static const struct transport *choose(const struct shim_config *cfg)
+{
+    if (cfg->offline)
+        return &offline;
+    return cfg->replay_dir[0] ? &replay : &network;
+}
+
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
                        const struct shim_handle_view *v, enum shim_api kind,
                        struct shim_upstream **out)
@@ -153,12 +259,12 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     u->kind = kind;
     u->max_response = u->cfg->max_response;
     u->url = strdup(v->url ? v->url : "");
-    u->t = u->cfg->offline ? OFFLINE : u->cfg->replay_dir[0] ? REPLAY : NETWORK;
+    u->t = choose(u->cfg);
     if (!u->url) {
         free(u);
         return -ENOMEM;
     }
-    if (u->t != NETWORK) { /* no handle: nothing goes on the network */
+    if (u->t != &network) { /* no handle: nothing goes on the network */
         *out = u;
         return 0;
     }
@@ -193,119 +299,16 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A reply codeshim makes itself: offline answers, replay misses. */
-static void local_reply(struct shim_http_reply *r, long status, const char *body)
-{
-    r->status = status;
-    r->http_version = CURL_HTTP_VERSION_1_1;
-    snprintf(r->content_type, sizeof(r->content_type), "application/json");
-    shim_buf_addf(&r->head, "HTTP/1.1 %ld %s\r\nContent-Type: application/json\r\n\r\n",
-                  status, status == 200 ? "OK" : "Error");
-    shim_buf_adds(&r->body, body);
-}
-
-static void offline_post(struct shim_upstream *u, const char *body, size_t len,
-                         struct shim_http_reply *r)
-{
-    cJSON *req = shim_json_parse(body, len);
-    cJSON *rep = req ? shim_offline_reply(u->kind, req) : NULL;
-    char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
-
-    if (text)
-        local_reply(r, 200, text);
-    else
-        local_reply(r, 500, "{\"error\":{\"message\":\"codeshim offline model failed\","
-                            "\"type\":\"server_error\",\"param\":null,\"code\":null}}");
-    free(text);
-    cJSON_Delete(rep);
-    cJSON_Delete(req);
-}
-
-static void replay_post(struct shim_upstream *u, const char *body, size_t len,
-                        struct shim_http_reply *r)
-{
-    char key[65], msg[512];
-    int occ, rc;
-
-    shim_cassette_key(u->url, body, len, key, &occ);
-    rc = shim_cassette_load(u->cfg->replay_dir, key, occ, r, u->max_response);
-    if (rc == 0)
-        return;
-    memset(r, 0, sizeof(*r));
-    shim_buf_init(&r->head, HEAD_CAP);
-    shim_buf_init(&r->body, u->max_response);
-    LOG_ERR("replay: no recorded exchange %s (occurrence %d) in %s", key, occ,
-            u->cfg->replay_dir);
-    snprintf(msg, sizeof(msg),
-             "{\"error\":{\"message\":\"codeshim replay: no recorded exchange matches "
-             "this request (key %s, occurrence %d)\",\"type\":\"codeshim_replay_miss\","
-             "\"param\":null,\"code\":\"replay_miss\"}}", key, occ);
-    local_reply(r, 500, msg);
-}
-
 CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t len,
                             struct shim_http_reply *r, char *errbuf)
 {
+    double t0 = shim_clock_s();
     CURLcode rc;
-    double t0 = now_s();
 
-    memset(r, 0, sizeof(*r));
-    shim_buf_init(&r->head, HEAD_CAP);
-    shim_buf_init(&r->body, u->max_response);
+    shim_http_reply_init(r, HEAD_CAP, u->max_response);
     errbuf[0] = '\0';
-    if (u->t != NETWORK) {
-        if (u->t == OFFLINE)
-            offline_post(u, body, len, r);
-        else
-            replay_post(u, body, len, r);
-        r->seconds = now_s() - t0;
-        return CURLE_OK;
-    }
-    u->cur = r;
-    shim_guard_enter();
-    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
-    u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
-    u->api->easy_setopt(u->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    rc = u->api->easy_perform(u->h);
-    if (rc == CURLE_OK) {
-        u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
-        const char *ct = NULL;
-        u->api->easy_getinfo(u->h, CURLINFO_HTTP_VERSION, &r->http_version);
-        u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
-        if (ct)
-            snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
-    }
-    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
-    shim_guard_leave();
-    u->cur = NULL;
-    r->seconds = now_s() - t0;
-    if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE > r->body.cap) {
-        snprintf(errbuf, CURL_ERROR_SIZE,
-                 "codeshim: upstream response larger than %zu bytes "
-                 "(CODESHIM_MAX_RESPONSE)", r->body.cap);
-        rc = CURLE_FILESIZE_EXCEEDED;
-    }
-    if (rc != CURLE_OK) {
-        LOG_WARN("upstream call failed: %s (%d)", errbuf, (int)rc);
-        return rc;
-    }
-    LOG_DEBUG("upstream answered %ld, %zu bytes in %.3f s", r->status, r->body.len,
-              r->seconds);
-    if (u->cfg->record_dir[0]) {
-        char key[65];
-        int occ, src;
-        shim_cassette_key(u->url, body, len, key, &occ);
-        src = shim_cassette_save(u->cfg->record_dir, key, occ, u->url, body, len, r);
-        if (src < 0)
-            LOG_WARN("record: cannot save exchange %s: %s", key, strerror(-src));
-    }
+    rc = u->t->post(u, body, len, r, errbuf);
+    r->seconds = shim_clock_s() - t0;
     return rc;
 }
 

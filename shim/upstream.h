@@ -10,21 +10,10 @@
 #ifndef SHIM_UPSTREAM_H
 #define SHIM_UPSTREAM_H
 
-#include "buf.h"
 #include "classify.h"
 #include "handles.h"
 #include "real.h"
-
-struct shim_http_reply {
-    long status;
-    long http_version;    /* CURL_HTTP_VERSION_* */
-    char content_type[256]; /* "" when the upstream sent none */
-    struct shim_buf head; /* final response's status line + headers + CRLF */
-    struct shim_buf body; /* decoded body */
-    double seconds;
-};
-
-void shim_http_reply_free(struct shim_http_reply *r);
+#include "reply.h"
 
 struct shim_upstream;
 

@@ -1,0 +1,29 @@
+/* reply.c - see reply.h. */
+#include "reply.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+
+void shim_http_reply_init(struct shim_http_reply *r, size_t head_cap, size_t body_cap)
+{
+    memset(r, 0, sizeof(*r));
+    shim_buf_init(&r->head, head_cap);
+    shim_buf_init(&r->body, body_cap);
+}
+
+void shim_http_reply_free(struct shim_http_reply *r)
+{
+    shim_buf_free(&r->head);
+    shim_buf_free(&r->body);
+}
+
+void shim_http_reply_local(struct shim_http_reply *r, long status, const char *json)
+{
+    r->status = status;
+    r->http_version = CURL_HTTP_VERSION_1_1;
+    snprintf(r->content_type, sizeof(r->content_type), "application/json");
+    shim_buf_addf(&r->head, "HTTP/1.1 %ld %s\r\nContent-Type: application/json\r\n\r\n",
+                  status, status == 200 ? "OK" : "Error");
+    shim_buf_adds(&r->body, json);
+}

@@ -51,53 +51,6 @@ static char *join3(const char *a, const char *b, const char *c)
     return s;
 }
 
-static void trace_exec(struct run *r, const struct shim_call *c)
-{
-    cJSON *f;
-
-    if (!shim_trace_enabled())
-        return;
-    f = cJSON_CreateObject();
-    cJSON_AddStringToObject(f, "call", c->ci_id);
-    cJSON_AddStringToObject(f, "container_id", c->container_id);
-    cJSON_AddStringToObject(f, "status", c->status);
-    cJSON_AddNumberToObject(f, "seconds", c->res.seconds);
-    cJSON_AddStringToObject(f, "code", c->code ? c->code : "");
-    cJSON_AddStringToObject(f, "output", c->output ? c->output : "");
-    shim_trace_emit(r->id, "exec", f);
-}
-
-/* Token counts of a reply, whichever API's names it uses. */
-static void trace_upstream(struct run *r, const struct shim_http_reply *rep, CURLcode rc,
-                           const char *errbuf)
-{
-    cJSON *f, *body, *u;
-
-    if (!shim_trace_enabled())
-        return;
-    f = cJSON_CreateObject();
-    cJSON_AddNumberToObject(f, "turn", r->turns);
-    cJSON_AddNumberToObject(f, "seconds", rep->seconds);
-    if (rc != CURLE_OK) {
-        cJSON_AddStringToObject(f, "error", errbuf);
-        cJSON_AddNumberToObject(f, "curl_code", rc);
-    } else {
-        int chat = r->kind == SHIM_API_CHAT;
-        cJSON_AddNumberToObject(f, "status", rep->status);
-        cJSON_AddNumberToObject(f, "bytes", (double)rep->body.len);
-        body = shim_json_parse(rep->body.data, rep->body.len);
-        u = cJSON_GetObjectItemCaseSensitive(body, "usage");
-        if (cJSON_IsObject(u)) {
-            cJSON_AddNumberToObject(f, "input_tokens",
-                                    (double)shim_json_int(u, chat ? "prompt_tokens" : "input_tokens"));
-            cJSON_AddNumberToObject(f, "output_tokens",
-                                    (double)shim_json_int(u, chat ? "completion_tokens" : "output_tokens"));
-        }
-        cJSON_Delete(body);
-    }
-    shim_trace_emit(r->id, "upstream", f);
-}
-
 /* Who is asking: a hash of every credential the request carries, in
  * headers, URL or options (identity.h; only ever hashed, never kept). */
 static void identify(struct run *r)
@@ -168,7 +121,7 @@ static void run_call(struct run *r, struct shim_call *c)
     }
     if (r->streaming)
         shim_stream_exec_end(&r->st, c);
-    trace_exec(r, c);
+    shim_trace_exec(r->id, c);
 }
 
 /* A call over the cap: never run; the model is told why. */
@@ -302,28 +255,35 @@ static int exec_cap(const struct shim_config *cfg, const cJSON *req)
     return m > 0 && m < cfg->max_loops ? (int)m : cfg->max_loops;
 }
 
-/* One upstream round trip and what follows from it. Returns 1 to go on,
- * 0 when the program's answer has been delivered (rc set). */
-static int step(struct run *r, struct shim_upstream *u, cJSON *up,
-                struct shim_http_reply *rep, CURLcode *rc)
+/* The program's transfer fails for lack of memory, in whichever form
+ * it has taken (a stream already begun, or not). */
+static CURLcode stop_oom(struct run *r)
 {
-    char errbuf[CURL_ERROR_SIZE];
-    char *body = cJSON_PrintUnformatted(up);
-    struct shim_call *calls = NULL;
-    cJSON *reply = NULL, *answer;
-    struct shim_json_flaw flaw;
-    size_t n = 0, i;
-    int foreign = 0, capped = 0, err;
+    return r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
+}
 
+/* Makes one upstream call and reads its answer into *reply (NULL when
+ * it is not JSON). Returns 1, or 0 when the program's answer has been
+ * delivered instead (*rc set): the call failed, the upstream answered an
+ * error status, or its body must not be acted on. */
+static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up,
+                         struct shim_http_reply *rep, cJSON **reply, CURLcode *rc)
+{
+    char errbuf[CURL_ERROR_SIZE], msg[160];
+    char *body = cJSON_PrintUnformatted(up);
+    struct shim_json_flaw flaw;
+    int err;
+
+    *reply = NULL;
     if (!body) {
-        *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
+        *rc = stop_oom(r);
         return 0;
     }
     shim_http_reply_free(rep);
     r->turns++;
     *rc = shim_upstream_post(u, body, strlen(body), rep, errbuf);
     free(body);
-    trace_upstream(r, rep, *rc, errbuf);
+    shim_trace_upstream(r->id, r->turns, r->kind == SHIM_API_CHAT, rep, *rc, errbuf);
     if (*rc != CURLE_OK) {
         *rc = r->streaming ? fail_stream(r, "upstream_unreachable", errbuf)
                            : shim_sink_fail(&r->sink, *rc, errbuf);
@@ -331,24 +291,69 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     }
     if (rep->status < 200 || rep->status >= 300) {
         LOG_INFO("upstream answered %ld; handing it to the program", rep->status);
-        if (r->streaming) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "the model server answered HTTP %ld", rep->status);
-            *rc = fail_stream(r, "upstream_error", msg);
-        } else {
-            *rc = deliver_raw(r, rep);
-        }
+        snprintf(msg, sizeof(msg), "the model server answered HTTP %ld", rep->status);
+        *rc = r->streaming ? fail_stream(r, "upstream_error", msg) : deliver_raw(r, rep);
         return 0;
     }
-    err = shim_json_read(rep->body.data, rep->body.len, &reply, &flaw);
-    if (err == -ENOMEM) {
-        *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
-        return 0;
-    }
-    if (err == -EEXIST) {
+    err = shim_json_read(rep->body.data, rep->body.len, reply, &flaw);
+    if (err == -ENOMEM)
+        *rc = stop_oom(r);
+    else if (err == -EEXIST)
         *rc = ambiguous_reply(r, &flaw);
-        return 0;
+    return err != -ENOMEM && err != -EEXIST;
+}
+
+/* Runs (or, over the cap, answers "not run") each of codeshim's calls, in
+ * order, while the program still reads. 1 when a call was skipped. */
+static int run_calls(struct run *r, struct shim_call *calls, size_t n)
+{
+    int capped = 0;
+    size_t i;
+
+    for (i = 0; i < n && r->sink.rc == CURLE_OK; i++) {
+        if (r->capped || r->executed >= r->cv.max_exec) {
+            skip_call(r, &calls[i]);
+            capped = 1;
+            continue;
+        }
+        run_call(r, &calls[i]);
     }
+    return capped;
+}
+
+/* The program's answer from the last reply. */
+static CURLcode answer(struct run *r, const struct shim_http_reply *rep, const cJSON *reply,
+                       const struct shim_call *calls, size_t n, int foreign, int capped)
+{
+    cJSON *ans = r->ops->finish(r->req, reply, calls, n, &r->cv, capped);
+    CURLcode rc;
+
+    if (!ans)
+        return stop_oom(r);
+    remember(r, reply, calls, n, foreign);
+    if (r->streaming) {
+        shim_stream_finish(&r->st, ans);
+        rc = shim_sink_end(&r->sink);
+    } else {
+        rc = deliver_json(r, rep, ans);
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* One upstream round trip and what follows from it. Returns 1 to go on
+ * (up holds the next request), 0 when the program's answer has been
+ * delivered (*rc set). */
+static int step(struct run *r, struct shim_upstream *u, cJSON *up,
+                struct shim_http_reply *rep, CURLcode *rc)
+{
+    struct shim_call *calls = NULL;
+    cJSON *reply;
+    size_t n = 0;
+    int foreign = 0, skipped, more = 0;
+
+    if (!call_upstream(r, u, up, rep, &reply, rc))
+        return 0;
     if (!reply || r->ops->scan(reply, &r->cv, &calls, &n, &foreign) < 0) {
         LOG_WARN("upstream answer is not a %s object; handing it over as is", r->ops->name);
         *rc = r->streaming ? fail_stream(r, "upstream_error",
@@ -361,17 +366,10 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
         start_stream(r, rep, reply);
     if (r->streaming)
         shim_stream_turn(&r->st, reply);
-    for (i = 0; i < n && r->sink.rc == CURLE_OK; i++) {
-        if (r->capped || r->executed >= r->cv.max_exec) {
-            skip_call(r, &calls[i]);
-            capped = 1;
-            continue;
-        }
-        run_call(r, &calls[i]);
-    }
+    skipped = run_calls(r, calls, n);
     if (r->sink.rc != CURLE_OK) { /* the program stopped reading */
         *rc = shim_sink_end(&r->sink);
-    } else if (capped && !r->capped && !foreign) {
+    } else if (skipped && !r->capped && !foreign) {
         /* One last call, with the unrun calls answered and no tool
          * allowed: the upstream's stored conversation stays consistent,
          * so the answer can be continued with previous_response_id. */
@@ -379,69 +377,16 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
         r->capped = 1;
         r->ops->advance(up, reply, calls, n, &r->cv);
         shim_json_set(up, "tool_choice", cJSON_CreateString("none"));
-        cJSON_Delete(reply);
-        free_calls(calls, n);
-        return 1;
-    } else if (n == 0 || capped || r->capped || foreign) {
-        answer = r->ops->finish(r->req, reply, calls, n, &r->cv, capped || r->capped);
-        if (answer)
-            remember(r, reply, calls, n, foreign);
-        if (!answer)
-            *rc = r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory")
-                               : oom(r);
-        else if (r->streaming) {
-            shim_stream_finish(&r->st, answer);
-            *rc = shim_sink_end(&r->sink);
-        } else {
-            *rc = deliver_json(r, rep, answer);
-        }
-        cJSON_Delete(answer);
+        more = 1;
+    } else if (n == 0 || skipped || r->capped || foreign) {
+        *rc = answer(r, rep, reply, calls, n, foreign, skipped || r->capped);
     } else {
         r->ops->advance(up, reply, calls, n, &r->cv);
-        cJSON_Delete(reply);
-        free_calls(calls, n);
-        return 1;
+        more = 1;
     }
     cJSON_Delete(reply);
     free_calls(calls, n);
-    return 0;
-}
-
-static void trace_request(struct run *r, const struct shim_handle_view *v)
-{
-    char url[1024];
-    cJSON *f;
-    const char *model = shim_json_str(r->req, "model");
-
-    if (!shim_trace_enabled())
-        return;
-    f = cJSON_CreateObject();
-    cJSON_AddStringToObject(f, "api", r->ops->name);
-    shim_log_url(v->url, url, sizeof(url));
-    cJSON_AddStringToObject(f, "url", url);
-    cJSON_AddStringToObject(f, "model", model ? model : "");
-    cJSON_AddBoolToObject(f, "stream", r->cv.stream);
-    shim_trace_emit(r->id, "request", f);
-}
-
-static void trace_answer(struct run *r, CURLcode rc, double t0)
-{
-    cJSON *f;
-
-    if (!shim_trace_enabled())
-        return;
-    f = cJSON_CreateObject();
-    cJSON_AddNumberToObject(f, "status", r->sink.info.response_code);
-    cJSON_AddNumberToObject(f, "executions", r->executed);
-    cJSON_AddNumberToObject(f, "upstream_calls", r->turns);
-    cJSON_AddNumberToObject(f, "seconds", shim_clock_s() - t0);
-    cJSON_AddNumberToObject(f, "curl_code", rc);
-    shim_trace_emit(r->id, "answer", f);
-    if (rc != CURLE_OK) {
-        f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "message", r->sink.message);
-        shim_trace_emit(r->id, "error", f);
-    }
+    return more;
 }
 
 CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
@@ -480,13 +425,18 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
         LOG_INFO("intercepted %s request to %s (tool \"%s\"%s)", r.ops->name, url,
                  r.cv.tool_name, r.cv.stream ? ", streaming" : "");
     }
-    trace_request(&r, v);
+    if (shim_trace_enabled()) {
+        char url[1024];
+        shim_log_url(v->url, url, sizeof(url));
+        shim_trace_request(r.id, r.ops->name, url, shim_json_str(req, "model"), r.cv.stream);
+    }
     while (step(&r, u, up, &rep, &rc))
         ;
 out:
     LOG_INFO("%s request done: %d upstream calls, %d executions, result %d", r.ops->name,
              r.turns, r.executed, (int)rc);
-    trace_answer(&r, rc, t0);
+    shim_trace_answer(r.id, r.sink.info.response_code, r.executed, r.turns,
+                      shim_clock_s() - t0, rc, r.sink.message);
     if (r.streaming)
         shim_stream_free(&r.st);
     shim_http_reply_free(&rep);

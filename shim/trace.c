@@ -2,7 +2,10 @@
 #include "trace.h"
 
 #include "config.h"
+#include "conv.h"
+#include "json.h"
 #include "log.h"
+#include "reply.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -63,5 +66,87 @@ void shim_trace_emit(const char *req_id, const char *event, cJSON *fields)
         if (write(g_fd, s, n + 1) < 0)
             LOG_DEBUG("trace write failed");
         free(s);
+    }
+}
+
+void shim_trace_request(const char *req_id, const char *api, const char *url,
+                        const char *model, int stream)
+{
+    cJSON *f;
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "api", api);
+    cJSON_AddStringToObject(f, "url", url);
+    cJSON_AddStringToObject(f, "model", model ? model : "");
+    cJSON_AddBoolToObject(f, "stream", stream);
+    shim_trace_emit(req_id, "request", f);
+}
+
+void shim_trace_upstream(const char *req_id, int turn, int chat,
+                         const struct shim_http_reply *rep, CURLcode rc, const char *errbuf)
+{
+    cJSON *f, *body, *u;
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "turn", turn);
+    cJSON_AddNumberToObject(f, "seconds", rep->seconds);
+    if (rc != CURLE_OK) {
+        cJSON_AddStringToObject(f, "error", errbuf);
+        cJSON_AddNumberToObject(f, "curl_code", rc);
+        shim_trace_emit(req_id, "upstream", f);
+        return;
+    }
+    cJSON_AddNumberToObject(f, "status", rep->status);
+    cJSON_AddNumberToObject(f, "bytes", (double)rep->body.len);
+    body = shim_json_parse(rep->body.data, rep->body.len);
+    u = cJSON_GetObjectItemCaseSensitive(body, "usage");
+    if (cJSON_IsObject(u)) {
+        cJSON_AddNumberToObject(f, "input_tokens",
+                                (double)shim_json_int(u, chat ? "prompt_tokens" : "input_tokens"));
+        cJSON_AddNumberToObject(f, "output_tokens",
+                                (double)shim_json_int(u, chat ? "completion_tokens" : "output_tokens"));
+    }
+    cJSON_Delete(body);
+    shim_trace_emit(req_id, "upstream", f);
+}
+
+void shim_trace_exec(const char *req_id, const struct shim_call *c)
+{
+    cJSON *f;
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "call", c->ci_id);
+    cJSON_AddStringToObject(f, "container_id", c->container_id);
+    cJSON_AddStringToObject(f, "status", c->status);
+    cJSON_AddNumberToObject(f, "seconds", c->res.seconds);
+    cJSON_AddStringToObject(f, "code", c->code ? c->code : "");
+    cJSON_AddStringToObject(f, "output", c->output ? c->output : "");
+    shim_trace_emit(req_id, "exec", f);
+}
+
+void shim_trace_answer(const char *req_id, long status, int executions, int upstream_calls,
+                       double seconds, CURLcode rc, const char *message)
+{
+    cJSON *f;
+
+    if (!shim_trace_enabled())
+        return;
+    f = cJSON_CreateObject();
+    cJSON_AddNumberToObject(f, "status", status);
+    cJSON_AddNumberToObject(f, "executions", executions);
+    cJSON_AddNumberToObject(f, "upstream_calls", upstream_calls);
+    cJSON_AddNumberToObject(f, "seconds", seconds);
+    cJSON_AddNumberToObject(f, "curl_code", rc);
+    shim_trace_emit(req_id, "answer", f);
+    if (rc != CURLE_OK) {
+        f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "message", message);
+        shim_trace_emit(req_id, "error", f);
     }
 }

@@ -10,9 +10,27 @@
 #define SHIM_TRACE_H
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+struct shim_call;
+struct shim_http_reply;
 
 int shim_trace_enabled(void);
 /* Writes one event; takes fields (an object, or NULL). */
 void shim_trace_emit(const char *req_id, const char *event, cJSON *fields);
+
+/* The loop's events, built here so the loop only says what happened.
+ * Each is a no-op when tracing is off. url must already be redacted
+ * (shim_log_url). */
+void shim_trace_request(const char *req_id, const char *api, const char *url,
+                        const char *model, int stream);
+/* One upstream call: its timing, and its status and token counts (chat:
+ * the reply uses Chat Completions' usage names) or its failure. */
+void shim_trace_upstream(const char *req_id, int turn, int chat,
+                         const struct shim_http_reply *rep, CURLcode rc, const char *errbuf);
+void shim_trace_exec(const char *req_id, const struct shim_call *c);
+/* The program's answer; message: the failure text when rc is not OK. */
+void shim_trace_answer(const char *req_id, long status, int executions, int upstream_calls,
+                       double seconds, CURLcode rc, const char *message);
 
 #endif

@@ -109,6 +109,7 @@ install: all install-cli
 clean:
 	rm -rf $(BUILD)
 
-# Sanitizer builds and the engine fuzzer (build-asan/): make asan, make fuzz
-# (long), make fuzz-short (CI-sized, part of make test), make fuzz-replay.
+# Sanitizer builds (build-asan/) and the libFuzzer harnesses (build-fuzz/):
+# make asan, make fuzz (long), make fuzz-short (CI-sized, part of make
+# test), make fuzz-replay.
 include tests/fuzz/fuzz.mk

@@ -11,7 +11,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCURL_DISABLE_DEPRECATION -fPIC -fvisibility=hidden $(WARN) \
               -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
-LIBS := -lcjson -lpthread -ldl -lseccomp
+LIBS := -lcjson -lpthread -ldl -lseccomp -lnettle
 
 # Every .c under shim/ is part of the library; preload.c is the boundary
 # (the only file defining curl_* and dlopen), kept out of the unit-test
@@ -115,6 +115,7 @@ install: all install-cli
 clean:
 	rm -rf $(BUILD)
 
-# Sanitizer builds and the engine fuzzer (build-asan/): make asan, make fuzz
-# (long), make fuzz-short (CI-sized, part of make test), make fuzz-replay.
+# Sanitizer builds (build-asan/) and the libFuzzer harnesses (build-fuzz/):
+# make asan, make fuzz (long), make fuzz-short (CI-sized, part of make
+# test), make fuzz-replay.
 include tests/fuzz/fuzz.mk

@@ -36,7 +36,8 @@ int shim_deliver_head(struct shim_buf *out, long status, long http_version,
     static const char *const drop[] = {"Content-Length", "Content-Type",
                                        "Content-Encoding", "Transfer-Encoding",
                                        "Connection", "Keep-Alive"};
-    const char *p = upstream_head, *end = upstream_head + head_len;
+    const char *p = upstream_head;
+    const char *end = p ? p + head_len : NULL; /* NULL + 0 is undefined */
     int rc = 0, first = 1;
 
     if (content_type && strpbrk(content_type, "\r\n")) /* no header injection */

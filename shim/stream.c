@@ -347,11 +347,15 @@ static int r_finish(struct shim_stream *s, const cJSON *answer)
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(answer, "output");
     const char *status = shim_json_str(answer, "status");
     const char *type = "response.completed";
+    const cJSON *it = cJSON_IsArray(out) ? out->child : NULL;
     cJSON *e, *final;
-    int i, n = cJSON_GetArraySize(out);
+    int i;
 
-    for (i = s->next_index; i < n; i++)
-        emit_item(s, cJSON_GetArrayItem(out, i));
+    /* one walk: cJSON_GetArrayItem(out, i) in the loop would be O(n^2) */
+    for (i = 0; it && i < s->next_index; i++)
+        it = it->next;
+    for (; it; it = it->next)
+        emit_item(s, it);
     if (status && !strcmp(status, "incomplete"))
         type = "response.incomplete";
     else if (status && !strcmp(status, "failed"))

@@ -1,7 +1,9 @@
-/* conv.c - helpers shared by the API adapters; see conv.h. Pure. */
+/* conv.c - helpers shared by the API adapters; see conv.h. Pure but for
+ * the warning a malformed usage object gets. */
 #include "conv.h"
 
 #include "json.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -279,36 +281,93 @@ const struct shim_call *shim_conv_find_call(const char *call_id,
     return NULL;
 }
 
-/* dst[k] += src[k] for every number, recursing into objects. */
-static void add_numbers(cJSON *dst, const cJSON *src)
+/* Summing usage: one upstream reply's usage is walked for at most
+ * SHIM_USAGE_MAX_FIELDS fields (all levels together) down to
+ * SHIM_USAGE_MAX_DEPTH levels, and the sum holds at most as many fields, so
+ * every lookup is in an object of bounded size and a reply with 100,000
+ * fields costs no more than one with 256. What lies beyond is malformed:
+ * not summed, with one warning per conversation. */
+struct usage_walk {
+    int seen;  /* fields of this reply's usage looked at */
+    int room;  /* fields the sum may still gain */
+    int clipped;
+};
+
+static int count_fields(const cJSON *o)
+{
+    const cJSON *it;
+    int n = 0;
+
+    cJSON_ArrayForEach(it, o)
+        n += 1 + (cJSON_IsObject(it) ? count_fields(it) : 0);
+    return n;
+}
+
+/* Adds a new member to dst if the sum has room for it. */
+static cJSON *add_field(cJSON *dst, const char *key, cJSON *v, struct usage_walk *w)
+{
+    if (!v)
+        return NULL;
+    if (w->room <= 0) {
+        w->clipped = 1;
+        cJSON_Delete(v);
+        return NULL;
+    }
+    if (!cJSON_AddItemToObject(dst, key, v)) {
+        cJSON_Delete(v);
+        return NULL;
+    }
+    w->room--;
+    return v;
+}
+
+/* dst[k] += src[k] for every number, recursing into objects; a field whose
+ * type differs from the sum's is left out. */
+static void add_numbers(cJSON *dst, const cJSON *src, int depth, struct usage_walk *w)
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, src)
-    {
-        cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, it->string);
-        if (!it->string)
+    for (it = src->child; it; it = it->next) {
+        cJSON *d;
+        if (++w->seen > SHIM_USAGE_MAX_FIELDS) {
+            w->clipped = 1;
+            return;
+        }
+        if (!it->string || !(cJSON_IsNumber(it) || cJSON_IsObject(it)))
             continue;
+        d = cJSON_GetObjectItemCaseSensitive(dst, it->string);
         if (cJSON_IsNumber(it)) {
-            double sum = (cJSON_IsNumber(d) ? d->valuedouble : 0) + it->valuedouble;
-            shim_json_set(dst, it->string, cJSON_CreateNumber(sum));
-        } else if (cJSON_IsObject(it)) {
-            if (!cJSON_IsObject(d)) {
-                d = cJSON_CreateObject();
-                shim_json_set(dst, it->string, d);
-            }
-            add_numbers(d, it);
+            if (cJSON_IsNumber(d))
+                cJSON_SetNumberValue(d, d->valuedouble + it->valuedouble);
+            else if (!d)
+                add_field(dst, it->string, cJSON_CreateNumber(it->valuedouble), w);
+        } else if (depth >= SHIM_USAGE_MAX_DEPTH) {
+            w->clipped = 1;
+        } else {
+            if (!d)
+                d = add_field(dst, it->string, cJSON_CreateObject(), w);
+            if (cJSON_IsObject(d))
+                add_numbers(d, it, depth + 1, w);
         }
     }
 }
 
 void shim_conv_sum_usage(struct shim_conv *cv, const cJSON *usage)
 {
+    struct usage_walk w = {0, 0, 0};
+
     if (!cJSON_IsObject(usage))
         return;
-    if (!cv->usage)
-        cv->usage = cJSON_CreateObject();
-    add_numbers(cv->usage, usage);
+    if (!cv->usage && !(cv->usage = cJSON_CreateObject()))
+        return;
+    w.room = SHIM_USAGE_MAX_FIELDS - count_fields(cv->usage);
+    add_numbers(cv->usage, usage, 1, &w);
+    if (w.clipped && !cv->usage_warned) {
+        cv->usage_warned = 1;
+        LOG_WARN("the upstream's usage has more than %d fields or more than %d "
+                 "levels; the rest of it is not summed",
+                 SHIM_USAGE_MAX_FIELDS, SHIM_USAGE_MAX_DEPTH);
+    }
 }
 
 cJSON *shim_conv_prepare(const cJSON *req, struct shim_conv *cv, int chat)

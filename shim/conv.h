@@ -38,6 +38,7 @@ struct shim_conv {
     cJSON *visible;      /* Responses: output items the program will see */
     cJSON *usage;        /* usage summed over every upstream reply */
     int nreplies;        /* upstream replies seen */
+    int usage_warned;    /* a usage object over the caps was logged */
 };
 
 void shim_call_free(struct shim_call *c);
@@ -102,7 +103,14 @@ int shim_conv_is_ci(const cJSON *o);
 /* The call with this call id, or NULL. */
 const struct shim_call *shim_conv_find_call(const char *call_id,
                                             const struct shim_call *calls, size_t n);
-/* Adds every number of usage (and of its detail objects) into cv->usage. */
+/* Adds every number of usage (and of its detail objects) into cv->usage.
+ * Bounded: at most SHIM_USAGE_MAX_FIELDS fields of usage (all levels
+ * together, in order) nested at most SHIM_USAGE_MAX_DEPTH levels deep are
+ * summed, and the sum never holds more fields; the rest is left out (one
+ * warning per conversation). A field whose type (number or object) differs from the sum's so
+ * far is left out too. */
+#define SHIM_USAGE_MAX_FIELDS 256
+#define SHIM_USAGE_MAX_DEPTH 4
 void shim_conv_sum_usage(struct shim_conv *cv, const cJSON *usage);
 /* Picks a tool name that none of the program's tools uses. */
 void shim_conv_pick_tool_name(const cJSON *tools, int chat, char *out, size_t outsz);

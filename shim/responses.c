@@ -345,25 +345,39 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     return 0;
 }
 
+/* u[key] made a number (0 when it is missing or something else). */
+static void want_number(cJSON *u, const char *key)
+{
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(u, key)))
+        shim_json_set(u, key, cJSON_CreateNumber(0));
+}
+
+/* u[key] made an object (empty when it is missing or something else). */
+static cJSON *want_object(cJSON *u, const char *key)
+{
+    cJSON *d = cJSON_GetObjectItemCaseSensitive(u, key);
+
+    if (cJSON_IsObject(d))
+        return d;
+    d = cJSON_CreateObject();
+    shim_json_set(u, key, d);
+    return cJSON_GetObjectItemCaseSensitive(u, key);
+}
+
 cJSON *shim_responses_usage(const struct shim_conv *cv)
 {
-    static const char *const top[] = {"input_tokens", "output_tokens", "total_tokens"};
     cJSON *u = cv->usage ? cJSON_Duplicate(cv->usage, 1) : cJSON_CreateObject(), *d;
-    size_t i;
 
-    for (i = 0; i < 3; i++)
-        if (!cJSON_GetObjectItemCaseSensitive(u, top[i]))
-            cJSON_AddNumberToObject(u, top[i], 0);
-    if (!cJSON_IsObject(d = cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details")))
-        d = cJSON_AddObjectToObject(u, "input_tokens_details");
-    if (!cJSON_GetObjectItemCaseSensitive(d, "cached_tokens"))
-        cJSON_AddNumberToObject(d, "cached_tokens", 0);
-    if (!cJSON_GetObjectItemCaseSensitive(d, "cache_write_tokens"))
-        cJSON_AddNumberToObject(d, "cache_write_tokens", 0);
-    if (!cJSON_IsObject(d = cJSON_GetObjectItemCaseSensitive(u, "output_tokens_details")))
-        d = cJSON_AddObjectToObject(u, "output_tokens_details");
-    if (!cJSON_GetObjectItemCaseSensitive(d, "reasoning_tokens"))
-        cJSON_AddNumberToObject(d, "reasoning_tokens", 0);
+    if (!u)
+        return NULL;
+    want_number(u, "input_tokens");
+    want_number(u, "output_tokens");
+    want_number(u, "total_tokens");
+    d = want_object(u, "input_tokens_details");
+    want_number(d, "cached_tokens");
+    want_number(d, "cache_write_tokens");
+    d = want_object(u, "output_tokens_details");
+    want_number(d, "reasoning_tokens");
     return u;
 }
 

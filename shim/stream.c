@@ -11,6 +11,7 @@
 #include <time.h>
 
 #define DELTA_BYTES 24 /* text deltas: small pieces, as a model streams */
+#define FRAME_COPY_MAX 65536 /* larger events are not copied to be framed */
 
 int shim_sse_frame(struct shim_buf *out, const char *name, const char *data)
 {
@@ -53,11 +54,35 @@ static int send_raw(struct shim_stream *s, const char *p, size_t n)
     return s->failed ? -1 : 0;
 }
 
+/* Sends one SSE frame of json: in one write when it is small, else its
+ * head, json and end in three (no copy of a large event, such as the
+ * final response with its images). */
+static int send_frame(struct shim_stream *s, const char *name, const char *json)
+{
+    struct shim_buf b;
+    size_t n = strlen(json);
+    int rc;
+
+    shim_buf_init(&b, (name ? strlen(name) : 0) + FRAME_COPY_MAX + 32);
+    rc = name ? shim_buf_addf(&b, "event: %s\n", name) : 0;
+    if (rc == 0 && n > FRAME_COPY_MAX) {
+        rc = shim_buf_adds(&b, "data: ") || send_raw(s, b.data, b.len) ||
+             send_raw(s, json, n) || send_raw(s, "\n\n", 2);
+        shim_buf_free(&b);
+        return rc ? -1 : 0;
+    }
+    if (rc == 0)
+        rc = shim_sse_frame(&b, NULL, json);
+    if (rc == 0)
+        rc = send_raw(s, b.data, b.len);
+    shim_buf_free(&b);
+    return rc ? -1 : 0;
+}
+
 /* Frames and sends ev (taken). Responses events get their type as the
  * event name and the next sequence_number. */
 static int send(struct shim_stream *s, cJSON *ev)
 {
-    struct shim_buf b;
     char *json;
     int rc;
 
@@ -66,13 +91,9 @@ static int send(struct shim_stream *s, cJSON *ev)
     if (s->api == SHIM_API_RESPONSES)
         shim_json_set(ev, "sequence_number", cJSON_CreateNumber((double)s->seq++));
     json = cJSON_PrintUnformatted(ev);
-    shim_buf_init(&b, (size_t)1 << 30);
-    rc = json ? shim_sse_frame(&b, s->api == SHIM_API_RESPONSES ? shim_json_str(ev, "type")
-                                                                : NULL, json)
+    rc = json ? send_frame(s, s->api == SHIM_API_RESPONSES ? shim_json_str(ev, "type") : NULL,
+                           json)
               : -1;
-    if (rc == 0)
-        rc = send_raw(s, b.data, b.len);
-    shim_buf_free(&b);
     free(json);
     cJSON_Delete(ev);
     return rc;
@@ -344,11 +365,15 @@ static int r_finish(struct shim_stream *s, const cJSON *answer)
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(answer, "output");
     const char *status = shim_json_str(answer, "status");
     const char *type = "response.completed";
+    const cJSON *it = cJSON_IsArray(out) ? out->child : NULL;
     cJSON *e, *final;
-    int i, n = cJSON_GetArraySize(out);
+    int i;
 
-    for (i = s->next_index; i < n; i++)
-        emit_item(s, cJSON_GetArrayItem(out, i));
+    /* one walk: cJSON_GetArrayItem(out, i) in the loop would be O(n^2) */
+    for (i = 0; it && i < s->next_index; i++)
+        it = it->next;
+    for (; it; it = it->next)
+        emit_item(s, it);
     if (status && !strcmp(status, "incomplete"))
         type = "response.incomplete";
     else if (status && !strcmp(status, "failed"))

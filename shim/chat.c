@@ -98,7 +98,7 @@ static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
 {
     const cJSON *msg = first_message(reply), *tc, *content;
     cJSON *msgs = cJSON_GetObjectItemCaseSensitive(up, "messages"), *am, *tcs;
-    size_t i;
+    size_t i, k = 0;
 
     if (!cJSON_IsArray(msgs)) {
         msgs = cJSON_CreateArray();
@@ -117,7 +117,7 @@ static int c_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
         cJSON *t, *fn;
         if (!is_internal(tc, cv))
             continue;
-        c = shim_conv_find_call(shim_json_str(tc, "id"), calls, n);
+        c = shim_conv_nth_call(calls, n, &k);
         if (!c || !(c->executed || c->skipped))
             continue;
         t = cJSON_CreateObject();

@@ -270,15 +270,10 @@ void shim_conv_relax_choice(cJSON *up, int chat)
         shim_json_set(up, "tool_choice", cJSON_CreateString("auto"));
 }
 
-const struct shim_call *shim_conv_find_call(const char *call_id,
-                                            const struct shim_call *calls, size_t n)
+const struct shim_call *shim_conv_nth_call(const struct shim_call *calls, size_t n,
+                                           size_t *k)
 {
-    size_t i;
-
-    for (i = 0; call_id && i < n; i++)
-        if (calls[i].call_id && !strcmp(calls[i].call_id, call_id))
-            return &calls[i];
-    return NULL;
+    return *k < n ? &calls[(*k)++] : NULL;
 }
 
 /* Summing usage: one upstream reply's usage is walked for at most

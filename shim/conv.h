@@ -100,9 +100,12 @@ void shim_conv_rewrite_choice(cJSON *up, struct shim_conv *cv, int chat);
 void shim_conv_relax_choice(cJSON *up, int chat);
 /* Whether a tool or tool_choice entry names the code interpreter. */
 int shim_conv_is_ci(const cJSON *o);
-/* The call with this call id, or NULL. */
-const struct shim_call *shim_conv_find_call(const char *call_id,
-                                            const struct shim_call *calls, size_t n);
+/* The call of the next internal item of a reply, in the order scan
+ * collected them (one per item, so the k-th internal item is calls[k]
+ * whatever its call_id says: linear, and duplicate ids cannot confuse
+ * it); advances *k. NULL past the end. */
+const struct shim_call *shim_conv_nth_call(const struct shim_call *calls, size_t n,
+                                           size_t *k);
 /* Adds every number of usage (and of its detail objects) into cv->usage.
  * Bounded: at most SHIM_USAGE_MAX_FIELDS fields of usage (all levels
  * together, in order) nested at most SHIM_USAGE_MAX_DEPTH levels deep are

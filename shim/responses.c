@@ -275,11 +275,12 @@ static void add_visible(const cJSON *reply, const struct shim_call *calls, size_
                         struct shim_conv *cv)
 {
     const cJSON *it;
+    size_t k = 0;
 
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "output"))
     {
         if (shim_responses_is_internal(it, cv)) {
-            const struct shim_call *c = shim_conv_find_call(shim_json_str(it, "call_id"), calls, n);
+            const struct shim_call *c = shim_conv_nth_call(calls, n, &k);
             if (c && c->executed)
                 cJSON_AddItemToArray(cv->visible, shim_responses_ci_item(c));
         } else {
@@ -302,7 +303,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
 {
     cJSON *input = cJSON_GetObjectItemCaseSensitive(up, "input");
     const cJSON *it;
-    size_t i;
+    size_t i, k = 0;
 
     if (cJSON_IsString(input)) {
         cJSON *arr = cJSON_CreateArray(), *msg = cJSON_CreateObject();
@@ -319,7 +320,7 @@ static int r_advance(cJSON *up, const cJSON *reply, const struct shim_call *call
     {
         const char *type = shim_json_str(it, "type");
         if (shim_responses_is_internal(it, cv)) {
-            const struct shim_call *c = shim_conv_find_call(shim_json_str(it, "call_id"), calls, n);
+            const struct shim_call *c = shim_conv_nth_call(calls, n, &k);
             cJSON *fc;
             if (!c || !(c->executed || c->skipped))
                 continue;

@@ -364,6 +364,48 @@ static void parse_code_errors(void **state)
     assert_null(shim_conv_parse_code(NULL, &why));
 }
 
+/* Calls are matched to the reply's items by position, not by call_id: a
+ * reply that repeats an id still gets each call's own arguments and output
+ * (and matching stays linear in the number of items). */
+static void calls_matched_by_position(void **state)
+{
+    struct shim_conv cv = {0};
+    cJSON *req = J("{\"model\":\"m\",\"input\":\"q\","
+                   "\"tools\":[{\"type\":\"code_interpreter\",\"container\":{\"type\":\"auto\"}}]}");
+    cJSON *up = shim_responses_ops.prepare(req, &cv), *in;
+    char text[600];
+    cJSON *r;
+    struct shim_call *calls;
+    size_t n;
+    int foreign;
+    (void)state;
+
+    snprintf(text, sizeof(text),
+             "{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"output\":["
+             "{\"type\":\"function_call\",\"call_id\":\"same\",\"name\":\"%s\",\"arguments\":\"{\\\"code\\\":\\\"1\\\"}\"},"
+             "{\"type\":\"function_call\",\"call_id\":\"same\",\"name\":\"%s\",\"arguments\":\"{\\\"code\\\":\\\"2\\\"}\"}]}",
+             cv.tool_name, cv.tool_name);
+    r = J(text);
+    assert_int_equal(shim_responses_ops.scan(r, &cv, &calls, &n, &foreign), 0);
+    assert_int_equal(n, 2);
+    fake_exec(&calls[0], "one");
+    fake_exec(&calls[1], "two");
+    assert_int_equal(shim_responses_ops.advance(up, r, calls, n, &cv), 0);
+    in = cJSON_GetObjectItem(up, "input");
+    /* user, call 1, call 2, output 1, output 2 */
+    assert_int_equal(cJSON_GetArraySize(in), 5);
+    assert_string_equal(S(cJSON_GetArrayItem(in, 1), NULL, "arguments"), "{\"code\":\"1\"}");
+    assert_string_equal(S(cJSON_GetArrayItem(in, 2), NULL, "arguments"), "{\"code\":\"2\"}");
+    assert_string_equal(S(cJSON_GetArrayItem(in, 4), NULL, "output"), "two");
+    while (n)
+        shim_call_free(&calls[--n]);
+    free(calls);
+    cJSON_Delete(r);
+    cJSON_Delete(up);
+    cJSON_Delete(req);
+    shim_conv_free(&cv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +419,7 @@ int main(void)
         cmocka_unit_test(which_items_wait_for_the_program),
         cmocka_unit_test(scan_rejects_bad_shapes),
         cmocka_unit_test(parse_code_errors),
+        cmocka_unit_test(calls_matched_by_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

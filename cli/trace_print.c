@@ -179,21 +179,21 @@ int cli_trace_print_text(const struct cli_trace *t, FILE *out)
 
 /* cJSON reports allocation failure by returning NULL from each adder; the
  * builder checks once, at the end, through this flag. */
-struct jb {
+struct json_builder {
     int oom;
 };
 
-static void jnum(struct jb *b, cJSON *o, const char *k, double v)
+static void jnum(struct json_builder *b, cJSON *o, const char *k, double v)
 {
     b->oom |= !cJSON_AddNumberToObject(o, k, v);
 }
 
-static void jstr(struct jb *b, cJSON *o, const char *k, const char *v)
+static void jstr(struct json_builder *b, cJSON *o, const char *k, const char *v)
 {
     b->oom |= !(v ? cJSON_AddStringToObject(o, k, v) : cJSON_AddNullToObject(o, k));
 }
 
-static void jnull_or_num(struct jb *b, cJSON *o, const char *k, int has, double v)
+static void jnull_or_num(struct json_builder *b, cJSON *o, const char *k, int has, double v)
 {
     if (has)
         jnum(b, o, k, v);
@@ -201,7 +201,7 @@ static void jnull_or_num(struct jb *b, cJSON *o, const char *k, int has, double 
         b->oom |= !cJSON_AddNullToObject(o, k);
 }
 
-static void jstrings(struct jb *b, cJSON *o, const char *k, const struct shim_buf *list)
+static void jstrings(struct json_builder *b, cJSON *o, const char *k, const struct shim_buf *list)
 {
     cJSON *a = cJSON_AddArrayToObject(o, k);
     size_t i;
@@ -217,7 +217,7 @@ static void jstrings(struct jb *b, cJSON *o, const char *k, const struct shim_bu
     }
 }
 
-static void req_execs_json(struct jb *b, cJSON *o, const struct cli_trace_req *r)
+static void req_execs_json(struct json_builder *b, cJSON *o, const struct cli_trace_req *r)
 {
     cJSON *a = cJSON_AddArrayToObject(o, "exec");
     size_t i;
@@ -242,7 +242,7 @@ static void req_execs_json(struct jb *b, cJSON *o, const struct cli_trace_req *r
     }
 }
 
-static cJSON *req_json(struct jb *b, const struct cli_trace_req *r)
+static cJSON *req_json(struct json_builder *b, const struct cli_trace_req *r)
 {
     cJSON *o = cJSON_CreateObject();
 
@@ -276,7 +276,7 @@ static cJSON *req_json(struct jb *b, const struct cli_trace_req *r)
     return o;
 }
 
-static void totals_json(struct jb *b, cJSON *root, const struct cli_trace *t)
+static void totals_json(struct json_builder *b, cJSON *root, const struct cli_trace *t)
 {
     cJSON *o = cJSON_AddObjectToObject(root, "totals");
     struct totals s;
@@ -299,7 +299,7 @@ static void totals_json(struct jb *b, cJSON *root, const struct cli_trace *t)
     jnum(b, o, "output_tokens", (double)s.tok_out);
 }
 
-static cJSON *trace_json(struct jb *b, const struct cli_trace *t)
+static cJSON *trace_json(struct json_builder *b, const struct cli_trace *t)
 {
     cJSON *root = cJSON_CreateObject(), *a;
     const struct cli_trace_req **v = sorted(t);
@@ -330,7 +330,7 @@ static cJSON *trace_json(struct jb *b, const struct cli_trace *t)
 
 int cli_trace_print_json(const struct cli_trace *t, FILE *out)
 {
-    struct jb b = {0};
+    struct json_builder b = {0};
     cJSON *root = trace_json(&b, t);
     char *text = root && !b.oom ? cJSON_Print(root) : NULL;
 

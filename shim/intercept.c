@@ -9,7 +9,7 @@
 #include "classify.h"
 #include "clock.h"
 #include "config.h"
-#include "deliver.h"
+#include "sink.h"
 #include "guard.h"
 #include "handles.h"
 #include "json.h"

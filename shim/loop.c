@@ -5,7 +5,7 @@
 #include "clock.h"
 #include "config.h"
 #include "conv.h"
-#include "deliver.h"
+#include "sink.h"
 #include "identity.h"
 #include "ids.h"
 #include "json.h"
@@ -30,7 +30,7 @@ struct run {
     const cJSON *req;
     struct shim_conv cv;
     const struct shim_handle_view *v;
-    struct shim_box *box; /* opened at the first tool call */
+    struct shim_session *box; /* opened at the first tool call */
     struct shim_sink sink;
     struct shim_stream st;
     int streaming; /* SSE headers and first events sent */
@@ -62,14 +62,14 @@ static void identify(struct run *r)
 static int open_box(struct run *r)
 {
     const char *refs[16];
-    struct shim_box_req rq;
+    struct shim_session_req rq;
 
     memset(&rq, 0, sizeof(rq));
     rq.identity = r->identity;
     rq.session_id = shim_conv_session_id(r->req);
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
-    return shim_box_open(r->cfg, &rq, &r->box);
+    return shim_session_open(r->cfg, &rq, &r->box);
 }
 
 /* Runs one call of codeshim's tool; every outcome becomes tool output.
@@ -84,12 +84,12 @@ static void run_call(struct run *r, struct shim_call *c)
     shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
     c->code = shim_conv_parse_code(c->arguments, &why);
     if (c->code && !r->box && (rc = open_box(r)) < 0) {
-        shim_box_close(r->box);
+        shim_session_close(r->box);
         r->box = NULL;
     }
     if (r->box)
         snprintf(c->container_id, sizeof(c->container_id), "%s",
-                 shim_box_container_id(r->box));
+                 shim_session_container_id(r->box));
     else
         shim_id_make(c->container_id, sizeof(c->container_id), "cntr_", 48);
     if (r->streaming)
@@ -103,15 +103,15 @@ static void run_call(struct run *r, struct shim_call *c)
         c->output = join3("Error: the sandbox could not be started (", strerror(-rc),
                           "); the code was not run.");
         c->status = "failed";
-    } else if ((rc = shim_box_exec(r->box, c->code, strlen(c->code), &c->res)) < 0) {
+    } else if ((rc = shim_session_exec(r->box, c->code, strlen(c->code), &c->res)) < 0) {
         c->output = join3("Error: the sandbox failed (", strerror(-rc),
                           "); the code may not have run.");
         c->status = "failed";
     } else {
         /* the container may have been restarted: report the one used */
         snprintf(c->container_id, sizeof(c->container_id), "%s",
-                 shim_box_container_id(r->box));
-        note = shim_box_take_note(r->box);
+                 shim_session_container_id(r->box));
+        note = shim_session_take_note(r->box);
         c->output = join3(note ? note : "", c->res.logs ? c->res.logs : "", "");
         c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
                     : c->res.status == SHIM_EXEC_FAILED ? "failed"
@@ -441,7 +441,7 @@ out:
         shim_stream_free(&r.st);
     shim_http_reply_free(&rep);
     shim_upstream_close(u);
-    shim_box_close(r.box);
+    shim_session_close(r.box);
     shim_conv_free(&r.cv);
     cJSON_Delete(up);
     return rc;

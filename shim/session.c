@@ -34,7 +34,7 @@
 #define NAME_HEX 32 /* 128 bits of SHA-256 per path component */
 #define LOCK_WAIT_MS 30000
 
-struct shim_box {
+struct shim_session {
     const struct shim_config *cfg;
     struct shim_sandbox *sb; /* a private sandbox; NULL for a session */
     char iddir[SHIM_PATH_MAX];
@@ -323,7 +323,7 @@ static void make_room(const struct shim_config *cfg, const char *iddir, const ch
 
 /* Attaches to the session in b->dir, starting it when needed. Sets
  * *created when the sandbox is new. Called with the identity locked. */
-static int attach(struct shim_box *b, int *created)
+static int attach(struct shim_session *b, int *created)
 {
     char p[SHIM_PATH_MAX + 8], cf[SHIM_PATH_MAX + 80];
     int rc;
@@ -351,7 +351,7 @@ static int attach(struct shim_box *b, int *created)
 
 /* The session that owns container cid under this request's settings, if
  * it is alive (a container made under other settings is not found). */
-static int find_container(struct shim_box *b, const char *cid)
+static int find_container(struct shim_session *b, const char *cid)
 {
     char cf[SHIM_PATH_MAX + 80], name[65];
 
@@ -362,7 +362,7 @@ static int find_container(struct shim_box *b, const char *cid)
     return shim_store_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
 }
 
-static void expired_note(struct shim_box *b, const char *old)
+static void expired_note(struct shim_session *b, const char *old)
 {
     snprintf(b->note, sizeof(b->note),
              "[Note: the earlier sandbox %.64s has expired (or was started with other "
@@ -371,7 +371,7 @@ static void expired_note(struct shim_box *b, const char *old)
 }
 
 /* A referred-to container that is not the one in use, if any. */
-static const char *stale_ref(const struct shim_box *b, const struct shim_box_req *rq)
+static const char *stale_ref(const struct shim_session *b, const struct shim_session_req *rq)
 {
     size_t i;
 
@@ -381,7 +381,7 @@ static const char *stale_ref(const struct shim_box *b, const struct shim_box_req
     return NULL;
 }
 
-static int open_private(struct shim_box *b, const struct shim_box_req *rq)
+static int open_private(struct shim_session *b, const struct shim_session_req *rq)
 {
     int rc = shim_sandbox_open(b->cfg, &b->sb);
     const char *old;
@@ -394,10 +394,10 @@ static int open_private(struct shim_box *b, const struct shim_box_req *rq)
     return 0;
 }
 
-int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
-                  struct shim_box **out)
+int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
+                  struct shim_session **out)
 {
-    struct shim_box *b = calloc(1, sizeof(*b));
+    struct shim_session *b = calloc(1, sizeof(*b));
     int lk, rc = 0, created = 0, found = 0;
     size_t i;
 
@@ -445,7 +445,7 @@ enum stage { NOT_REACHED, NOT_SENT, SENT };
 
 /* The supervisor's greeting: the session must have our settings; a new
  * container id means the sandbox is not the one we attached to. */
-static int greeting(struct shim_box *b, int fd, int timeout_ms)
+static int greeting(struct shim_session *b, int fd, int timeout_ms)
 {
     cJSON *g = NULL;
     const char *set, *cid;
@@ -470,7 +470,7 @@ static int greeting(struct shim_box *b, int fd, int timeout_ms)
 
 /* One execution in the session: one connection. *stage says how far it
  * got when it fails. */
-static int session_exec(struct shim_box *b, const char *code, struct shim_exec_result *out,
+static int session_exec(struct shim_session *b, const char *code, struct shim_exec_result *out,
                         enum stage *stage)
 {
     int timeout = b->cfg->exec_timeout_s * 3000 + 30000; /* may queue behind another */
@@ -537,7 +537,7 @@ static int failure(struct shim_exec_result *out, enum stage stage, int err)
 }
 
 /* The supervisor is gone (idle TTL, evicted): start the session anew. */
-static int reattach(struct shim_box *b)
+static int reattach(struct shim_session *b)
 {
     char old[64];
     int rc, created = 0, lk = lock_identity(b->iddir);
@@ -551,7 +551,7 @@ static int reattach(struct shim_box *b)
     return rc;
 }
 
-int shim_box_exec(struct shim_box *b, const char *code, size_t len,
+int shim_session_exec(struct shim_session *b, const char *code, size_t len,
                   struct shim_exec_result *out)
 {
     enum stage stage;
@@ -572,12 +572,12 @@ int shim_box_exec(struct shim_box *b, const char *code, size_t len,
     return rc < 0 ? failure(out, stage, rc) : 0;
 }
 
-const char *shim_box_container_id(const struct shim_box *b)
+const char *shim_session_container_id(const struct shim_session *b)
 {
     return b ? b->cid : "";
 }
 
-const char *shim_box_take_note(struct shim_box *b)
+const char *shim_session_take_note(struct shim_session *b)
 {
     static __thread char note[512];
 
@@ -588,7 +588,7 @@ const char *shim_box_take_note(struct shim_box *b)
     return note;
 }
 
-void shim_box_close(struct shim_box *b)
+void shim_session_close(struct shim_session *b)
 {
     if (!b)
         return;

@@ -1,6 +1,6 @@
 /* session.h - which sandbox a request's code runs in.
  *
- * A box is either a private sandbox for one request (closed when the
+ * A struct shim_session is either a private sandbox for one request (closed when the
  * request ends) or a session's sandbox, which keeps its state across
  * requests and program runs. A session is owned by codeshim-sessiond, a
  * small supervisor process started detached from the program, reachable
@@ -36,27 +36,27 @@
 #include <stddef.h>
 
 struct shim_config;
-struct shim_box;
+struct shim_session;
 
-struct shim_box_req {
+struct shim_session_req {
     const char *identity;    /* shim_identity_of() of the request */
     const char *session_id;  /* metadata.session_id, or NULL */
     const char *const *containers; /* container ids the request refers to */
     size_t ncontainers;
 };
 
-/* Opens the box for a request. 0 or -errno. */
-int shim_box_open(const struct shim_config *cfg, const struct shim_box_req *rq,
-                  struct shim_box **out);
+/* Opens the sandbox for a request. 0 or -errno. */
+int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
+                  struct shim_session **out);
 /* Runs code; same contract as shim_sandbox_exec. A session whose
  * supervisor cannot be reached is started afresh (and the note says so);
  * any later failure is a SHIM_EXEC_FAILED result saying what happened. */
-int shim_box_exec(struct shim_box *b, const char *code, size_t len,
+int shim_session_exec(struct shim_session *b, const char *code, size_t len,
                   struct shim_exec_result *out);
-const char *shim_box_container_id(const struct shim_box *b);
+const char *shim_session_container_id(const struct shim_session *b);
 /* A note for the model, once: earlier state is gone (NULL if none). */
-const char *shim_box_take_note(struct shim_box *b);
-void shim_box_close(struct shim_box *b);
+const char *shim_session_take_note(struct shim_session *b);
+void shim_session_close(struct shim_session *b);
 
 /* The fingerprint of cfg's sandbox settings: backend, isolation on or
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU

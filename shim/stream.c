@@ -360,7 +360,7 @@ static int r_exec_end(struct shim_stream *s, const struct shim_call *c)
     return rc;
 }
 
-static int r_finish(struct shim_stream *s, const cJSON *answer)
+static int responses_stream_finish(struct shim_stream *s, const cJSON *answer)
 {
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(answer, "output");
     const char *status = shim_json_str(answer, "status");
@@ -432,7 +432,7 @@ static int c_start(struct shim_stream *s, const cJSON *first)
     return send(s, chunk(s, d, NULL));
 }
 
-static int c_finish(struct shim_stream *s, const cJSON *answer)
+static int chat_stream_finish(struct shim_stream *s, const cJSON *answer)
 {
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(answer, "choices"), 0);
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(ch, "message"), *tc;
@@ -522,8 +522,8 @@ int shim_stream_exec_end(struct shim_stream *s, const struct shim_call *c)
 int shim_stream_finish(struct shim_stream *s, const cJSON *answer)
 {
     if (s->api == SHIM_API_RESPONSES)
-        return r_finish(s, answer);
-    return c_finish(s, answer);
+        return responses_stream_finish(s, answer);
+    return chat_stream_finish(s, answer);
 }
 
 int shim_stream_fail(struct shim_stream *s, const char *code, const char *message)

@@ -2,7 +2,7 @@
  * (CODESHIM_REPLAY=DIR), which a user may have edited or been handed.
  * The input is written as a recorded file and loaded, then used as
  * loop.c uses a replayed answer: its header block through
- * shim_deliver_head (a content type with a line break must not reach the
+ * shim_sink_head (a content type with a line break must not reach the
  * block), and a 2xx body as the upstream's reply in a conversation.
  * Also sha256.c, which makes the files' names (keys): its digest of the
  * input, whole and fed in odd pieces, must equal OpenSSL's, an

@@ -2,7 +2,7 @@
  * harnesses share, and the sanitizers' defaults for every harness. */
 #include "fuzz_common.h"
 
-#include "deliver.h"
+#include "sink.h"
 #include "json.h"
 #include "offline.h"
 #include "stream.h"
@@ -742,7 +742,7 @@ void fuzz_deliver(const char *head, size_t n, long status, long version, const c
 
     fuzz_target = "deliver_head";
     shim_buf_init(&b, (size_t)4 << 20);
-    if (shim_deliver_head(&b, status, version, n ? h : NULL, n, ctype, len) == 0) {
+    if (shim_sink_head(&b, status, version, n ? h : NULL, n, ctype, len) == 0) {
         check_head(&b, ctype, len, want_status);
         /* a content type with a line break (a tampered cassette) must not
          * put its lines into the block */

@@ -77,7 +77,7 @@ int fuzz_sink_write(void *ctx, const char *p, size_t n);
 void fuzz_check_sse(enum shim_api api, const struct fuzz_sink *sk, int started, int ended,
                     int failed_ev);
 
-/* shim_deliver_head on head[0,n), and the checks of its block
+/* shim_sink_head on head[0,n), and the checks of its block
  * (want_status: the block must start with a status line). */
 void fuzz_deliver(const char *head, size_t n, long status, long version, const char *ctype,
                   long long len, int want_status);

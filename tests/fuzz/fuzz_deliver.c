@@ -1,4 +1,4 @@
-/* fuzz_deliver.c - libFuzzer harness: deliver.c's shim_deliver_head with
+/* fuzz_deliver.c - libFuzzer harness: sink.c's shim_sink_head with
  * the input as the upstream's header block (status line and headers, as
  * libcurl's header callback collected them), a status, HTTP version,
  * content type and body length picked by the input's hash. The block it

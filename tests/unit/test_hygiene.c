@@ -12,7 +12,7 @@
 
 #include "buf.h"
 #include "conv.h"
-#include "deliver.h"
+#include "sink.h"
 #include "json.h"
 #include "stream.h"
 
@@ -51,7 +51,7 @@ static void head_without_status_line(void **state)
     const char up[] = "Content-Type: text/x\r\nX-Request-Id: r1\r\n\r\n";
     (void)state;
     shim_buf_init(&b, 1 << 16);
-    assert_int_equal(shim_deliver_head(&b, 200, 0, up, sizeof(up) - 1, "application/json", 5), 0);
+    assert_int_equal(shim_sink_head(&b, 200, 0, up, sizeof(up) - 1, "application/json", 5), 0);
     assert_memory_equal(b.data, "HTTP/1.1 200 OK\r\n", 17);
     assert_non_null(strstr(b.data, "X-Request-Id: r1\r\n"));
     assert_null(strstr(b.data, "text/x"));
@@ -63,7 +63,7 @@ static void content_type_cannot_inject(void **state)
     struct shim_buf b;
     (void)state;
     shim_buf_init(&b, 1 << 16);
-    assert_int_equal(shim_deliver_head(&b, 200, 0, NULL, 0,
+    assert_int_equal(shim_sink_head(&b, 200, 0, NULL, 0,
                                        "application/json\r\nSet-Cookie: x=1", 2), 0);
     assert_null(strstr(b.data, "Set-Cookie"));
     assert_non_null(strstr(b.data, "Content-Type: application/octet-stream\r\n"));

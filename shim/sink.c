@@ -1,5 +1,5 @@
-/* deliver.c - see deliver.h. */
-#include "deliver.h"
+/* sink.c - see sink.h. */
+#include "sink.h"
 
 #include "clock.h"
 #include "log.h"
@@ -29,7 +29,7 @@ static int header_named(const char *line, size_t n, const char *name)
     return n > k && !strncasecmp(line, name, k) && line[k] == ':';
 }
 
-int shim_deliver_head(struct shim_buf *out, long status, long http_version,
+int shim_sink_head(struct shim_buf *out, long status, long http_version,
                       const char *upstream_head, size_t head_len,
                       const char *content_type, long long body_len)
 {
@@ -145,7 +145,7 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     const char *p, *end;
 
     shim_buf_init(&block, 1 << 20);
-    if (shim_deliver_head(&block, status, http_version, upstream_head, head_len,
+    if (shim_sink_head(&block, status, http_version, upstream_head, head_len,
                           content_type, body_len) < 0) {
         shim_buf_free(&block);
         return shim_sink_fail(s, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");

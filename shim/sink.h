@@ -1,4 +1,4 @@
-/* deliver.h - hands a synthetic HTTP answer to the program, as libcurl
+/* sink.h - hands a synthetic HTTP answer to the program, as libcurl
  * would: status line and headers to the header callback (or through the
  * write callback when only HEADERDATA is set, or into the body stream with
  * CURLOPT_HEADER), the body to the write callback (or fwrite to WRITEDATA,
@@ -9,8 +9,8 @@
  *
  * A sink is used as: shim_sink_begin, shim_sink_body (any number of times:
  * streaming sends events as they are made), shim_sink_end. */
-#ifndef SHIM_DELIVER_H
-#define SHIM_DELIVER_H
+#ifndef SHIM_SINK_H
+#define SHIM_SINK_H
 
 #include "buf.h"
 #include "handles.h"
@@ -30,14 +30,14 @@ struct shim_sink {
  * status line and headers (NULL: a plain "HTTP/1.1 <status>" block) minus
  * those describing the upstream body, then our Content-Type and, when
  * body_len >= 0, Content-Length. */
-int shim_deliver_head(struct shim_buf *out, long status, long http_version,
+int shim_sink_head(struct shim_buf *out, long status, long http_version,
                       const char *upstream_head, size_t head_len,
                       const char *content_type, long long body_len);
 
 void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view *v,
                     double t0);
 /* Sends the status line and headers: the header block is made from the
- * upstream's (upstream_head may be NULL) by shim_deliver_head; body_len < 0
+ * upstream's (upstream_head may be NULL) by shim_sink_head; body_len < 0
  * means unknown (a stream). */
 CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
                          const char *upstream_head, size_t head_len,

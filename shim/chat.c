@@ -189,4 +189,5 @@ const struct shim_api_ops shim_chat_ops = {
     .scan = c_scan,
     .advance = c_advance,
     .finish = c_finish,
+    .call_output = NULL, /* no continuation by id in Chat */
 };

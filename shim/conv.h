@@ -64,25 +64,14 @@ struct shim_api_ops {
      * capped: the execution cap stopped the loop. */
     cJSON *(*finish)(const cJSON *req, const cJSON *last, const struct shim_call *calls,
                      size_t n, struct shim_conv *cv, int capped);
+    /* The tool output item the upstream would need for c when a later
+     * request continues this conversation by id (caller owns); NULL for an
+     * API without continuation by id (Chat). */
+    cJSON *(*call_output)(const struct shim_call *c);
 };
 
 extern const struct shim_api_ops shim_responses_ops;
 extern const struct shim_api_ops shim_chat_ops;
-
-/* Whether a Responses output item is a call of codeshim's own tool: a
- * plain function_call (no namespace) with cv->tool_name as its name. */
-int shim_responses_is_internal(const cJSON *item, const struct shim_conv *cv);
-/* The code_interpreter_call item OpenAI's container would have produced
- * for c (caller owns). */
-cJSON *shim_responses_ci_item(const struct shim_call *c);
-/* {"type":"function_call_output","call_id":..,"output":..} for c (caller owns). */
-cJSON *shim_responses_call_output(const struct shim_call *c);
-/* The usage summed so far with every field the Response schema requires
- * (zeros when no reply had usage); caller owns. */
-cJSON *shim_responses_usage(const struct shim_conv *cv);
-/* The program's tools as OpenAI echoes them: function tools always carry
- * "parameters" and "strict", code_interpreter a "container" (caller owns). */
-cJSON *shim_responses_echo_tools(const cJSON *req);
 
 /* Shared helpers (conv.c); chat selects the Chat Completions shapes. */
 /* What both adapters' prepare do first: a copy of req with the native

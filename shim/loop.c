@@ -219,7 +219,7 @@ static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
 }
 
 /* What a later request continuing from this answer (previous_response_id)
- * will need: see chain.h. Responses only, and only when stored upstream. */
+ * will need: see chain.h. Only APIs that continue by id (ops->call_output), and only when stored upstream. */
 static void remember(struct run *r, const cJSON *reply, const struct shim_call *calls,
                      size_t n, int foreign)
 {
@@ -228,14 +228,14 @@ static void remember(struct run *r, const cJSON *reply, const struct shim_call *
     cJSON *owed = cJSON_CreateArray();
     size_t i;
 
-    if (r->kind != SHIM_API_RESPONSES || !up_id || !ans_id ||
+    if (!r->ops->call_output || !up_id || !ans_id ||
         cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r->req, "store"))) {
         cJSON_Delete(owed);
         return;
     }
     for (i = 0; foreign && i < n; i++)
         if (calls[i].executed || calls[i].skipped)
-            cJSON_AddItemToArray(owed, shim_responses_call_output(&calls[i]));
+            cJSON_AddItemToArray(owed, r->ops->call_output(&calls[i]));
     if (strcmp(ans_id, up_id) || owed->child)
         shim_chain_save(r->cfg, r->identity, ans_id, up_id, owed);
     cJSON_Delete(owed);

@@ -11,7 +11,7 @@
  * each executed call shown as a code_interpreter_call item, as OpenAI's own
  * container would have produced; tools, tool_choice and metadata echoed as
  * the program sent them; usage summed over all upstream calls. */
-#include "conv.h"
+#include "responses.h"
 #include "json.h"
 #include "sha256.h"
 
@@ -439,4 +439,5 @@ const struct shim_api_ops shim_responses_ops = {
     .scan = r_scan,
     .advance = r_advance,
     .finish = r_finish,
+    .call_output = shim_responses_call_output,
 };

@@ -3,6 +3,7 @@
 #include "stream.h"
 
 #include "ids.h"
+#include "responses.h"
 #include "json.h"
 
 #include <stdio.h>

@@ -8,6 +8,7 @@
 #include "fuzz_common.h"
 
 #include "offline.h"
+#include "responses.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "conv.h"
+#include "responses.h"
 #include "json.h"
 
 static cJSON *J(const char *s)

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "conv.h"
+#include "responses.h"
 #include "json.h"
 #include "stream.h"
 

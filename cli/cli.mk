@@ -11,8 +11,8 @@ MANDIR ?= $(PREFIX)/share/man
 CODESHIM_LIBDIR ?= $(PREFIX)/lib/codeshim
 
 # The launcher reuses the library's capped buffer and JSON helpers.
-CLI_SRC := $(wildcard cli/*.c) shim/buf.c shim/json.c
-CLI_HDR := $(wildcard cli/*.h) shim/buf.h shim/json.h
+CLI_SRC := $(wildcard cli/*.c) shim/buf.c shim/json.c shim/text.c
+CLI_HDR := $(wildcard cli/*.h) shim/buf.h shim/json.h shim/text.h
 CLI_BIN := $(BUILD)/codeshim
 CLI_MAN := doc/codeshim.1
 # Recursive (=) so WARN and CFLAGS may be set after the include line.

@@ -41,20 +41,16 @@ void shim_cassette_key(const char *url, const char *body, size_t len, char key[6
                        int *occurrence)
 {
     struct shim_sha256 s;
-    unsigned char d[32];
     const char *path = url_path(url);
     size_t plen = strcspn(path, "?#");
     struct seen *e;
-    int i;
 
     shim_sha256_init(&s);
     shim_sha256_update(&s, "POST ", 5);
     shim_sha256_update(&s, path, plen);
     shim_sha256_update(&s, "\n", 1);
     shim_sha256_update(&s, body, len);
-    shim_sha256_final(&s, d);
-    for (i = 0; i < 32; i++)
-        snprintf(key + 2 * i, 3, "%02x", d[i]);
+    shim_sha256_final_hex(&s, 32, key);
     pthread_mutex_lock(&g_lock);
     for (e = g_seen; e && strcmp(e->key, key); e = e->next)
         ;

@@ -8,6 +8,7 @@
 #include "identity.h"
 
 #include "sha256.h"
+#include "text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +30,7 @@ struct collect {
 
 static void hex16(const unsigned char *d, char out[SHIM_IDENTITY_SIZE])
 {
-    int i;
-
-    for (i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    shim_text_hex(d, 16, out);
 }
 
 /* SHA-256 over KEY_TAG NUL key NUL, as store.c named identities. */

@@ -1,6 +1,8 @@
 /* json.c - see json.h. */
 #include "json.h"
 
+#include "text.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,9 +157,7 @@ static void copy_key(char *out, size_t outsz, const char *key)
     size_t len = strlen(key);
 
     if (len >= outsz) {
-        len = outsz - 1;
-        while (len > 0 && ((unsigned char)key[len] & 0xC0) == 0x80)
-            len--; /* never end inside a UTF-8 character */
+        len = shim_text_cut_back(key, outsz - 1);
     }
     memcpy(out, key, len);
     out[len] = '\0';

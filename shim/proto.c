@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "json.h"
+#include "text.h"
 
 #include <errno.h>
 #include <sys/un.h>
@@ -232,10 +233,6 @@ static size_t json_len(const char *s)
     return n;
 }
 
-static int continuation(unsigned char c)
-{
-    return (c & 0xC0) == 0x80;
-}
 
 /* Length of the longest prefix of s (ending before a character) whose
  * JSON takes at most budget bytes. */
@@ -245,7 +242,7 @@ static size_t head_fit(const char *s, size_t len, size_t budget)
 
     while (i < len && used + esc_len((unsigned char)s[i]) <= budget) {
         used += esc_len((unsigned char)s[i++]);
-        if (i == len || !continuation((unsigned char)s[i]))
+        if (i == len || !shim_text_is_cont((unsigned char)s[i]))
             ok = i;
     }
     return ok;
@@ -259,7 +256,7 @@ static size_t tail_fit(const char *s, size_t len, size_t budget)
 
     while (i > 0 && used + esc_len((unsigned char)s[i - 1]) <= budget) {
         used += esc_len((unsigned char)s[--i]);
-        if (!continuation((unsigned char)s[i]))
+        if (!shim_text_is_cont((unsigned char)s[i]))
             ok = i;
     }
     return ok;

@@ -52,16 +52,13 @@ struct shim_session {
 static void hash_parts(const char *tag, const char *const *parts, size_t n, char out[65])
 {
     struct shim_sha256 s;
-    unsigned char d[32];
     size_t i;
 
     shim_sha256_init(&s);
     shim_sha256_update(&s, tag, strlen(tag) + 1);
     for (i = 0; i < n; i++)
         shim_sha256_update(&s, parts[i], strlen(parts[i]) + 1);
-    shim_sha256_final(&s, d);
-    for (i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    shim_sha256_final_hex(&s, 16, out);
 }
 
 void shim_session_settings(const struct shim_config *cfg, char out[65])

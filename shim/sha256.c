@@ -13,6 +13,8 @@
  * libcurl. */
 #include "sha256.h"
 
+#include "text.h"
+
 #include <nettle/version.h>
 
 void shim_sha256_init(struct shim_sha256 *s)
@@ -36,19 +38,19 @@ void shim_sha256_final(struct shim_sha256 *s, unsigned char out[32])
 #endif
 }
 
+void shim_sha256_final_hex(struct shim_sha256 *s, size_t nbytes, char *out)
+{
+    unsigned char d[32];
+
+    shim_sha256_final(s, d);
+    shim_text_hex(d, nbytes < 32 ? nbytes : 32, out);
+}
+
 void shim_sha256_hex(const void *p, size_t n, char out[65])
 {
-    static const char hex[] = "0123456789abcdef";
     struct shim_sha256 s;
-    unsigned char d[32];
-    int i;
 
     shim_sha256_init(&s);
     shim_sha256_update(&s, p, n);
-    shim_sha256_final(&s, d);
-    for (i = 0; i < 32; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[64] = '\0';
+    shim_sha256_final_hex(&s, 32, out);
 }

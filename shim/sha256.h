@@ -14,6 +14,10 @@ struct shim_sha256 {
 void shim_sha256_init(struct shim_sha256 *s);
 void shim_sha256_update(struct shim_sha256 *s, const void *p, size_t n);
 void shim_sha256_final(struct shim_sha256 *s, unsigned char out[32]);
+/* Finishes s and writes the first nbytes (at most 32) of the digest as
+ * 2 * nbytes hex digits and a NUL: the names codeshim derives from hashes
+ * (identities, sessions, cassette keys). */
+void shim_sha256_final_hex(struct shim_sha256 *s, size_t nbytes, char *out);
 /* Hex digest (65 bytes with NUL) of p[0..n). */
 void shim_sha256_hex(const void *p, size_t n, char out[65]);
 

@@ -32,17 +32,13 @@ int shim_store_join(char *out, size_t n, const char *a, const char *b)
 void shim_store_hash(const char *tag, const char *a, const char *b, char out[65])
 {
     struct shim_sha256 s;
-    unsigned char d[32];
-    int i;
 
     shim_sha256_init(&s);
     shim_sha256_update(&s, tag, strlen(tag) + 1);
     shim_sha256_update(&s, a, strlen(a) + 1);
     if (b)
         shim_sha256_update(&s, b, strlen(b));
-    shim_sha256_final(&s, d);
-    for (i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    shim_sha256_final_hex(&s, 16, out);
 }
 
 /* 0 when path is (now) a real directory of this user with mode 0700;

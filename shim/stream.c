@@ -4,6 +4,7 @@
 
 #include "ids.h"
 #include "responses.h"
+#include "text.h"
 #include "json.h"
 
 #include <stdio.h>
@@ -119,10 +120,7 @@ static cJSON *item_event(const char *type, int index, const char *item_id)
 /* Length of the next delta: at most DELTA_BYTES, never splitting UTF-8. */
 static size_t piece(const char *p, size_t left)
 {
-    size_t n = left < DELTA_BYTES ? left : DELTA_BYTES;
-    while (n < left && ((unsigned char)p[n] & 0xC0) == 0x80)
-        n++;
-    return n;
+    return shim_text_cut_forward(p, left < DELTA_BYTES ? left : DELTA_BYTES, left);
 }
 
 /* The stream keeps the first reply's id whole (a cut could split a UTF-8

@@ -11,6 +11,7 @@
 #include "ids.h"
 #include "log.h"
 #include "sandbox_int.h"
+#include "text.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -115,54 +116,6 @@ void shim_sandbox_close(struct shim_sandbox *sb)
     free(sb);
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    size_t len, i;
-    unsigned c = s[0];
-    unsigned long cp;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
-/* Makes s valid UTF-8 without NULs, in place and length-preserving: every
- * offending byte becomes '?'. Output is text for the model, and a NUL
- * would end it early for every C consumer. */
-static void sanitize_utf8(char *s, size_t n)
-{
-    unsigned char *p = (unsigned char *)s;
-    size_t i = 0;
-
-    while (i < n) {
-        size_t k = p[i] ? utf8_seq(p + i, n - i) : 0;
-        if (k == 0) {
-            p[i++] = '?';
-            continue;
-        }
-        i += k;
-    }
-}
-
 /* How many bytes of the original output the dropped text s[0..n) stands
  * for: its own length, with each note in it replaced by its count. */
 static size_t dropped_weight(const char *s, size_t n)
@@ -199,12 +152,8 @@ static int cap_text(struct shim_exec_result *r, size_t cap)
     if (n <= cap)
         return 0;
     keep = cap > TRUNC_NOTE_MAX ? cap - TRUNC_NOTE_MAX : 0;
-    head = keep / 2;
-    while (head > 0 && (s[head] & 0xc0) == 0x80)
-        head--;
-    tail = n - (keep - keep / 2);
-    while (tail < n && (s[tail] & 0xc0) == 0x80)
-        tail++;
+    head = shim_text_cut_back((const char *)s, keep / 2);
+    tail = shim_text_cut_forward((const char *)s, n - (keep - keep / 2), n);
     dropped = dropped_weight(r->logs + head, tail - head);
     nl = snprintf(note, sizeof(note), TRUNC_NOTE, dropped);
     t = malloc(head + (size_t)nl + (n - tail) + 1);
@@ -267,7 +216,7 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
         if (!r->logs)
             return -ENOMEM;
     }
-    sanitize_utf8(r->logs, r->logs_len);
+    shim_text_sanitize_utf8(r->logs, r->logs_len);
     /* image lines come after the cut so the model always learns of them */
     for (i = 0; i < r->nimages; i++)
         notes += (size_t)snprintf(line, sizeof(line),

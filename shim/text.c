@@ -1,0 +1,73 @@
+/* text.c - see text.h. */
+#include "text.h"
+
+size_t shim_text_cut_back(const char *s, size_t at)
+{
+    while (at > 0 && shim_text_is_cont((unsigned char)s[at]))
+        at--;
+    return at;
+}
+
+size_t shim_text_cut_forward(const char *s, size_t at, size_t n)
+{
+    while (at < n && shim_text_is_cont((unsigned char)s[at]))
+        at++;
+    return at;
+}
+
+void shim_text_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t len, i;
+    unsigned c = s[0];
+    unsigned long cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+void shim_text_sanitize_utf8(char *s, size_t n)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t i = 0;
+
+    while (i < n) {
+        size_t k = p[i] ? utf8_seq(p + i, n - i) : 0;
+        if (k == 0) {
+            p[i++] = '?';
+            continue;
+        }
+        i += k;
+    }
+}

@@ -1,0 +1,26 @@
+/* text.h - byte-level text helpers every layer needs: where a cut may
+ * fall in UTF-8 text, and lowercase hex. Pure, no allocation. */
+#ifndef SHIM_TEXT_H
+#define SHIM_TEXT_H
+
+#include <stddef.h>
+
+/* Whether c continues a UTF-8 character (10xxxxxx): no cut before it. */
+static inline int shim_text_is_cont(unsigned char c)
+{
+    return (c & 0xC0) == 0x80;
+}
+
+/* The cut point at or before at (at <= len of s) that starts a character:
+ * text before it never ends inside a UTF-8 sequence. */
+size_t shim_text_cut_back(const char *s, size_t at);
+/* The cut point at or after at, at most n. */
+size_t shim_text_cut_forward(const char *s, size_t at, size_t n);
+/* Makes s[0..n) valid UTF-8 without NULs, in place and length-preserving:
+ * every offending byte becomes '?' (text for the model, where a NUL would
+ * end it early for every C consumer). */
+void shim_text_sanitize_utf8(char *s, size_t n);
+/* 2n lowercase hex digits of in, then a NUL (out holds 2n + 1). */
+void shim_text_hex(const unsigned char *in, size_t n, char *out);
+
+#endif

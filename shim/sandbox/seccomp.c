@@ -8,6 +8,13 @@
  * host settings. Sockets other than AF_UNIX fail (a second layer behind the
  * empty network namespace).
  *
+ * PID 1 (the supervisor, worker.py) is out of the code's reach: no signal,
+ * rlimit, priority, scheduler, I/O priority or signal-owner operation may
+ * name pid 1, its process group or the whole user (the kernel already
+ * spares PID 1 unhandled signals, ptrace needs what it is denied here and
+ * the supervisor is not dumpable). Arguments are compared on their low 32
+ * bits, as the kernel reads a pid_t; pid 0 (self) passes.
+ *
  * A deny list lets through whatever the kernel added after it was written,
  * so a hand-written prelude runs first: a system call numbered above the
  * highest one this filter was reviewed for (NR_REVIEWED, and known to the
@@ -21,6 +28,7 @@
 #include "sandbox_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
@@ -32,6 +40,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,10 +57,15 @@
  * reviewed against. Raise it only after reviewing what it lets in. */
 #define NR_REVIEWED 456
 
+#define LOW32 0xffffffffu
+#define IOPRIO_WHO_USER 3 /* <linux/ioprio.h>, not in every kernel's headers */
+
 /* Denied with EPERM. Names the running architecture lacks are skipped. */
 static const char *const denied[] = {
-    /* other processes' memory and descriptors */
+    /* other processes' memory, descriptors and signals (a pidfd may be
+     * an open /proc/1: its target cannot be checked) */
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "pidfd_send_signal", "process_madvise", "process_mrelease",
     /* namespaces and mounts */
     "unshare", "setns", "mount", "umount", "umount2", "pivot_root", "chroot",
     "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
@@ -73,6 +87,23 @@ static const char *const denied[] = {
     /* the page cache of files the host shares (/usr): a side channel,
      * which mincore closes by only answering for writable files */
     "cachestat",
+};
+
+/* System calls that act on another process (or thread, or process group)
+ * named by argument arg: refused when it names pid 1. */
+static const struct {
+    const char *name;
+    unsigned arg;
+} pid_args[] = {
+    {"kill", 0},          {"tkill", 0},
+    {"tgkill", 0},        {"tgkill", 1},
+    {"rt_sigqueueinfo", 0}, {"rt_tgsigqueueinfo", 0},
+    {"rt_tgsigqueueinfo", 1}, {"pidfd_open", 0},
+    {"prlimit64", 0},     {"sched_setscheduler", 0},
+    {"sched_setparam", 0}, {"sched_setattr", 0},
+    {"sched_setaffinity", 0}, {"setpriority", 1},
+    {"ioprio_set", 1},    {"get_robust_list", 0},
+    {"setpgid", 1}, /* joining PID 1's group would make kill(0) reach it */
 };
 
 /* clone() flags that make namespaces (clone3 hides its flags in memory,
@@ -97,6 +128,49 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name,
     return seccomp_rule_add_array(ctx, action, nr, n, cmp);
 }
 
+/* Adds the rule "name with argument arg's low 32 bits equal to v". */
+static int add_arg(scmp_filter_ctx ctx, const char *name, unsigned arg,
+                   uint32_t v)
+{
+    struct scmp_arg_cmp c = {.arg = arg, .op = SCMP_CMP_MASKED_EQ,
+                             .datum_a = LOW32, .datum_b = v};
+
+    return add(ctx, SCMP_ACT_ERRNO(EPERM), name, 1, &c);
+}
+
+/* PID 1 out of reach: see the top of this file. */
+static int build_pid1(scmp_filter_ctx ctx)
+{
+    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+    struct scmp_arg_cmp c[2];
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; rc == 0 && i < sizeof(pid_args) / sizeof(pid_args[0]); i++)
+        rc = add_arg(ctx, pid_args[i].name, pid_args[i].arg, 1);
+    /* every process of the user, PID 1 included */
+    if (rc == 0)
+        rc = add_arg(ctx, "setpriority", 0, PRIO_USER);
+    if (rc == 0)
+        rc = add_arg(ctx, "ioprio_set", 0, IOPRIO_WHO_USER);
+    /* SIGIO/SIGURG sent to pid 1 or to its group (-1) on I/O; the owner
+     * of F_SETOWN_EX and of the ioctls is behind a pointer */
+    c[0] = SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, F_SETOWN);
+    c[1] = SCMP_A2(SCMP_CMP_MASKED_EQ, LOW32, 1);
+    if (rc == 0)
+        rc = add(ctx, eperm, "fcntl", 2, c);
+    c[1] = SCMP_A2(SCMP_CMP_MASKED_EQ, LOW32, LOW32);
+    if (rc == 0)
+        rc = add(ctx, eperm, "fcntl", 2, c);
+    if (rc == 0)
+        rc = add_arg(ctx, "fcntl", 1, F_SETOWN_EX);
+    if (rc == 0)
+        rc = add_arg(ctx, "ioctl", 1, FIOSETOWN);
+    if (rc == 0)
+        rc = add_arg(ctx, "ioctl", 1, SIOCSPGRP);
+    return rc;
+}
+
 static int build(scmp_filter_ctx ctx)
 {
     const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -110,6 +184,8 @@ static int build(scmp_filter_ctx ctx)
     for (i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
         if ((rc = add(ctx, eperm, denied[i], 0, NULL)) != 0)
             return rc;
+    if ((rc = build_pid1(ctx)) != 0)
+        return rc;
     for (i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++) {
         c = SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
         if ((rc = add(ctx, eperm, "clone", 1, &c)) != 0)

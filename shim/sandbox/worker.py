@@ -18,9 +18,12 @@
 # interpreter, enforces the per-execution wall-clock limit, captures
 # output, lists the working directory, and kills everything the code
 # started when an execution times out or the interpreter dies. User code
-# cannot reach it: as PID 1 it cannot be killed from inside, and it is not
-# dumpable (no /proc/1/mem). It keeps running across interpreter restarts,
-# so the files in DATA_DIR (a tmpfs) survive them.
+# cannot reach it: as PID 1 it cannot be killed from inside, it is not
+# dumpable (no /proc/1/mem), seccomp refuses every signal, rlimit,
+# priority and scheduler call naming pid 1 (seccomp.c), and the worker
+# runs in a session (so a process group and an autogroup) of its own.
+# It keeps running across interpreter restarts, so the files in DATA_DIR
+# (a tmpfs) survive them.
 # The worker sets its rlimits (address space, tasks, file size, CPU time)
 # first, then runs the cells with notebook semantics in one persistent
 # __main__ namespace.
@@ -229,7 +232,7 @@ def _supervisor():
             pid = os.posix_spawn(
                 sys.executable, worker_argv, os.environ,
                 file_actions=[(os.POSIX_SPAWN_DUP2, b.fileno(), 3)],
-                setpgroup=0, setsigdef=(_signal.SIGCHLD, _signal.SIGINT))
+                setsigdef=(_signal.SIGCHLD, _signal.SIGINT))
         except OSError:
             a.close()
             b.close()
@@ -533,7 +536,10 @@ def _worker():
             value, slack = min(value, hard), hard - min(value, hard)
         resource.setrlimit(res, (value, value + slack))
 
-    os.setpgid(0, 0)
+    # A session of its own: neither PID 1's process group (kill(0) from
+    # the code must not reach it) nor its autogroup (whose nice value the
+    # code could raise through /proc/self/autogroup).
+    os.setsid()
     lower(resource.RLIMIT_AS, memory)
     lower(resource.RLIMIT_FSIZE, file_size)
     # SIGXCPU at the limit (the process learns why), SIGKILL 1 s later

@@ -624,6 +624,7 @@ static void test_processes_and_signals(void **state)
 {
     static const char *const good[] = {"procs [1]", "pid1 alive", "no mem",
                                        "host pid unseen", NULL};
+    static const char *const bad[] = {"SIGNALLED", NULL};
     struct shim_config c;
     struct shim_sandbox *sb;
 
@@ -637,7 +638,11 @@ static void test_processes_and_signals(void **state)
              "if p.isdigit() and int(p) != os.getpid()))\n"
              "for s in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, "
              "signal.SIGSTOP, signal.SIGSEGV):\n"
-             "    os.kill(1, s)\n"
+             "    try:\n"
+             "        os.kill(1, s)\n"
+             "        print('SIGNALLED', s)\n"
+             "    except PermissionError:\n"
+             "        pass\n"
              "try:\n"
              "    os.kill(-1, signal.SIGKILL)\n"
              "except OSError:\n"
@@ -655,14 +660,168 @@ static void test_processes_and_signals(void **state)
              "except OSError:\n"
              "    print('host pid unseen')\n"
              "import time\ntime.sleep(0.1)\n"
-             "os.kill(1, 0)\n"
-             "print('pid1 alive')",
+             "if open('/proc/1/stat').read().split(') ')[1][0] in 'RS':\n"
+             "    print('pid1 alive')",
              (int)getpid(), (int)getpid()),
-        good, NULL);
+        good, bad);
     /* PID 1 still serves, with the same interpreter (no restart note) */
     expect(sb, "print('still')", SHIM_EXEC_OK, "still\n");
     shim_sandbox_close(sb);
     assert_int_equal(kill(getpid(), 0), 0);
+}
+
+/* 9-11 (cont.). PID 1 is out of the code's reach: no signal, rlimit,
+ * priority, scheduler or I/O priority call may name it (by pid, its
+ * process group, the whole user, a pidfd, high bits above a pid_t, or as
+ * the owner of SIGIO), and the autogroup PID 1 is in is not the code's
+ * (prlimit used to crash it, SCHED_IDLE to stretch every time limit). The
+ * code's own processes are still its own. */
+static void test_supervisor_out_of_reach(void **state)
+{
+    static const char *const good[] = {
+        "prlimit set EPERM",     "prlimit get EPERM",
+        "prlimit high bits EPERM", "setpriority EPERM",
+        "setpriority pgrp EPERM", "setpriority user EPERM",
+        "sched_setscheduler EPERM", "sched_setparam EPERM",
+        "sched_setaffinity EPERM", "sched_setattr EPERM",
+        "ioprio_set EPERM",      "ioprio_set user EPERM",
+        "kill 2 EPERM",          "kill 17 EPERM",
+        "kill 15 EPERM",         "kill 0 EPERM",
+        "kill high bits EPERM",  "tkill EPERM",
+        "tgkill EPERM",          "rt_sigqueueinfo EPERM",
+        "rt_tgsigqueueinfo EPERM", "pidfd_open EPERM",
+        "pidfd_send_signal EPERM", "F_SETOWN EPERM",
+        "F_SETOWN group EPERM",  "F_SETOWN_EX EPERM",
+        "setpgid EPERM",         "child prlimit ok",
+        "child setpriority ok",  "child sched ok",
+        "self prlimit ok",       "self nice ok",
+        "child kill ok",
+        "pid1 policy 0 nice 0 autogroup nice 0", NULL};
+    static const char *const bad[] = {"REACHED", "FAILED", NULL};
+    struct shim_config c;
+    struct shim_sandbox *sb;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    expect_clean(sb,
+        "import ctypes, errno, fcntl, os, resource, signal, struct, "
+        "subprocess\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "L = ctypes.c_long\n"
+        "def name(e):\n"
+        "    return errno.errorcode.get(e, str(e))\n"
+        "def deny(what, f):\n"
+        "    try:\n"
+        "        f()\n"
+        "        print(what, 'REACHED PID 1')\n"
+        "    except OSError as e:\n"
+        "        print(what, name(e.errno))\n"
+        "def raw(what, nr, *args):\n"
+        "    rc = libc.syscall(L(nr), *[L(a) for a in args])\n"
+        "    print(what, 'REACHED PID 1' if rc >= 0 else "
+        "name(ctypes.get_errno()))\n"
+        "def mine(what, f):\n"
+        "    try:\n"
+        "        f()\n"
+        "        print(what, 'ok')\n"
+        "    except OSError as e:\n"
+        "        print(what, 'FAILED', name(e.errno))\n"
+        "if os.uname().machine == 'x86_64':\n"
+        "    NR = dict(kill=62, tkill=200, tgkill=234, "
+        "rt_sigqueueinfo=129,\n"
+        "              rt_tgsigqueueinfo=297, prlimit64=302, "
+        "sched_setattr=314,\n"
+        "              ioprio_set=251)\n"
+        "else:\n"
+        "    NR = dict(kill=129, tkill=130, tgkill=131, "
+        "rt_sigqueueinfo=138,\n"
+        "              rt_tgsigqueueinfo=240, prlimit64=261, "
+        "sched_setattr=274,\n"
+        "              ioprio_set=30)\n"
+        "HI = 1 << 32\n"
+        "INT = int(signal.SIGINT)\n"
+        "info = ctypes.create_string_buffer(struct.pack('iii', INT, 0, "
+        "-1), 128)\n"
+        "attr = ctypes.create_string_buffer(struct.pack('IIQiIQQQ', 48, 5, "
+        "0, 0, 0, 0, 0, 0), 48)\n"
+        "deny('prlimit set', lambda: resource.prlimit(1, "
+        "resource.RLIMIT_NOFILE, (3, 3)))\n"
+        "deny('prlimit get', lambda: resource.prlimit(1, "
+        "resource.RLIMIT_NOFILE))\n"
+        "raw('prlimit high bits', NR['prlimit64'], 1 | HI, "
+        "resource.RLIMIT_NOFILE, 0, 0)\n"
+        "deny('setpriority', lambda: os.setpriority(os.PRIO_PROCESS, 1, "
+        "19))\n"
+        "deny('setpriority pgrp', lambda: os.setpriority(os.PRIO_PGRP, 1, "
+        "19))\n"
+        "deny('setpriority user', lambda: os.setpriority(os.PRIO_USER, 0, "
+        "19))\n"
+        "deny('sched_setscheduler', lambda: os.sched_setscheduler(1, "
+        "os.SCHED_IDLE, os.sched_param(0)))\n"
+        "deny('sched_setparam', lambda: os.sched_setparam(1, "
+        "os.sched_param(0)))\n"
+        "deny('sched_setaffinity', lambda: os.sched_setaffinity(1, {0}))\n"
+        "raw('sched_setattr', NR['sched_setattr'], 1, "
+        "ctypes.addressof(attr), 0)\n"
+        "raw('ioprio_set', NR['ioprio_set'], 1, 1, 3 << 13)\n"
+        "raw('ioprio_set user', NR['ioprio_set'], 3, os.getuid(), 3 << "
+        "13)\n"
+        "for s in (signal.SIGINT, signal.SIGCHLD, signal.SIGTERM, 0):\n"
+        "    deny('kill %d' % s, lambda s=s: os.kill(1, s))\n"
+        "raw('kill high bits', NR['kill'], 1 | HI, INT)\n"
+        "raw('tkill', NR['tkill'], 1, INT)\n"
+        "raw('tgkill', NR['tgkill'], 1, 1, INT)\n"
+        "raw('rt_sigqueueinfo', NR['rt_sigqueueinfo'], 1, INT, "
+        "ctypes.addressof(info))\n"
+        "raw('rt_tgsigqueueinfo', NR['rt_tgsigqueueinfo'], 1, 1, INT, "
+        "ctypes.addressof(info))\n"
+        "deny('pidfd_open', lambda: os.pidfd_open(1))\n"
+        "d = os.open('/proc/1', os.O_RDONLY | os.O_DIRECTORY)\n"
+        "deny('pidfd_send_signal', lambda: signal.pidfd_send_signal(d, "
+        "INT))\n"
+        "r, w = os.pipe()\n"
+        "deny('F_SETOWN', lambda: fcntl.fcntl(r, fcntl.F_SETOWN, 1))\n"
+        "deny('F_SETOWN group', lambda: fcntl.fcntl(r, fcntl.F_SETOWN, "
+        "-1))\n"
+        "deny('F_SETOWN_EX', lambda: fcntl.fcntl(r, 15, struct.pack('ii', "
+        "1, 1)))\n"
+        "deny('setpgid', lambda: os.setpgid(0, 1))\n"
+        "def write(path, b):\n"
+        "    fd = os.open(path, os.O_WRONLY)\n"
+        "    try:\n"
+        "        os.write(fd, b)\n"
+        "    finally:\n"
+        "        os.close(fd)\n"
+        "for f in ('oom_score_adj', 'timerslack_ns', 'comm', "
+        "'autogroup'):\n"
+        "    deny('write ' + f, lambda f=f: write('/proc/1/' + f, b'1'))\n"
+        "# what the code may do to itself and its own children\n"
+        "p = subprocess.Popen(['sleep', '30'])\n"
+        "mine('child prlimit', lambda: resource.prlimit(p.pid, "
+        "resource.RLIMIT_NOFILE, (64, 64)))\n"
+        "mine('child setpriority', lambda: os.setpriority(os.PRIO_PROCESS, "
+        "p.pid, 5))\n"
+        "mine('child sched', lambda: os.sched_setscheduler(p.pid, "
+        "os.SCHED_BATCH, os.sched_param(0)))\n"
+        "mine('self prlimit', lambda: resource.prlimit(0, "
+        "resource.RLIMIT_CORE, (0, 0)))\n"
+        "mine('self nice', lambda: os.setpriority(os.PRIO_PROCESS, 0, 1))\n"
+        "mine('child kill', lambda: os.kill(p.pid, 9))\n"
+        "p.wait()\n"
+        "try:\n"
+        "    write('/proc/self/autogroup', b'19')  # ours, but not PID "
+        "1's\n"
+        "except OSError:\n"
+        "    pass\n"
+        "ag = '/proc/1/autogroup'\n"
+        "ag = open(ag).read().split()[-1] if os.path.exists(ag) else '0'\n"
+        "print('pid1 policy', os.sched_getscheduler(1), 'nice', "
+        "os.getpriority(os.PRIO_PROCESS, 1), 'autogroup nice', ag)",
+        good, bad);
+    /* the same supervisor and interpreter still serve */
+    expect(sb, "print('still')", SHIM_EXEC_OK, "still\n");
+    shim_sandbox_close(sb);
 }
 
 /* 7 (cont.). System calls newer than the filter fail with ENOSYS, as on an
@@ -938,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_daemons_die),
         cmocka_unit_test(test_kernel_surface),
         cmocka_unit_test(test_processes_and_signals),
+        cmocka_unit_test(test_supervisor_out_of_reach),
         cmocka_unit_test(test_unknown_syscalls),
         cmocka_unit_test(test_between_sandboxes),
         cmocka_unit_test(test_no_persistence),

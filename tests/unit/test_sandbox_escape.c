@@ -864,6 +864,110 @@ static void test_unknown_syscalls(void **state)
     shim_sandbox_close(sb);
 }
 
+/* Waits up to ms for count_host_procs() to reach n; returns the count. */
+static int wait_host_procs(const char *argv0, const char *arg1, int n, int ms)
+{
+    int k = count_host_procs(argv0, arg1, NULL);
+
+    for (; k != n && ms > 0; ms -= 10) {
+        usleep(10 * 1000);
+        k = count_host_procs(argv0, arg1, NULL);
+    }
+    return k;
+}
+
+/* 9 (cont.). A forged "done" frame: a thread answers for the interpreter
+ * (and goes on answering), a child keeps writing. Between executions
+ * nothing of it runs: no time stamp falls in a time the sandbox was idle.
+ * And code that resumes itself while stopped (a POSIX timer sending
+ * SIGCONT) is killed within about a second, and the model told. */
+static void test_forged_done_frozen(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    double idle_from, idle_to;
+
+    (void)state;
+    make_cfg(&c);
+    c.exec_timeout_s = 5;
+    sb = open_sb(&c);
+    expect_in(sb,
+        "import os, socket, sys, threading, time\n"
+        "f = sys._getframe()\n"
+        "while 'sock' not in f.f_locals:\n"
+        "    f = f.f_back\n"
+        "sock, seq = f.f_locals['sock'], f.f_locals['seq']\n"
+        "def send(b):\n"
+        "    sock.sendall(len(b).to_bytes(4, 'big') + b)\n"
+        "def recv(n):\n"
+        "    b = b''\n"
+        "    while len(b) < n:\n"
+        "        b += sock.recv(n - len(b))\n"
+        "    return b\n"
+        "def impostor():\n"
+        "    import contextlib, io\n"
+        "    while True:\n"
+        "        hdr, anc, _, _ = sock.recvmsg(4, socket.CMSG_SPACE(16))\n"
+        "        out = int.from_bytes(anc[0][2][:4], sys.byteorder)\n"
+        "        p = recv(int.from_bytes(hdr, 'big'))\n"
+        "        buf = io.StringIO()\n"
+        "        with contextlib.redirect_stdout(buf):\n"
+        "            exec(p[5:].decode(), {})\n"
+        "        os.write(out, buf.getvalue().encode())\n"
+        "        os.close(out)\n"
+        "        send(p[1:5] + b'{\"status\":\"ok\",\"images\":[]}')\n"
+        "if os.fork() == 0:\n"
+        "    while True:\n"
+        "        with open('/mnt/data/stamps', 'a') as s:\n"
+        "            s.write('%.6f\\n' % time.monotonic())\n"
+        "        time.sleep(0.005)\n"
+        "threading.Thread(target=impostor, daemon=True).start()\n"
+        "print('forged', flush=True)\n"
+        "send(seq + b'{\"status\":\"ok\",\"images\":[]}')\n"
+        "time.sleep(1000)",
+        SHIM_EXEC_OK, "forged\n");
+    expect_in(sb, "print('serving')", SHIM_EXEC_OK, "serving\n");
+    idle_from = now_s();
+    usleep(400 * 1000); /* the idle time the attack is after */
+    idle_to = now_s();
+    expect_in(sb,
+              code("s = open('/mnt/data/stamps').read().split()\n"
+                   "print('idle stamps', sum(%.6f < float(x) < %.6f "
+                   "for x in s), 'of', len(s))",
+                   idle_from, idle_to),
+              SHIM_EXEC_OK, "idle stamps 0 of ");
+    shim_sandbox_close(sb);
+
+    sb = open_sb(&c);
+    expect_in(sb,
+        "import ctypes, os, struct, time\n"
+        "r, w = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    # SIGCONT from a POSIX timer in 0.3 s: a way out of being "
+        "stopped\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    t = ctypes.c_void_p()\n"
+        "    ev = bytes(8) + struct.pack('ii', 18, 0) + bytes(48)\n"
+        "    libc.timer_create(1, ev, ctypes.byref(t))\n"
+        "    libc.timer_settime(t, 0, struct.pack('4q', 0, 0, 0, "
+        "300000000), None)\n"
+        "    os.write(w, b'armed')\n"
+        "    time.sleep(0.3)\n"
+        "    os.execvp('sleep', ['sleep', '1000.901'])\n"
+        "print(os.read(r, 5).decode())",
+        SHIM_EXEC_OK, "armed\n");
+    /* it resumed itself and ran... */
+    assert_int_equal(wait_host_procs("sleep", "1000.901", 1, 10000), 1);
+    /* ...and was caught */
+    assert_int_equal(wait_host_procs_gone("sleep", "1000.901", 10000), 0);
+    expect_in(sb, "print('next')", SHIM_EXEC_OK,
+              "kept running after that execution had ended");
+    expect_in(sb, "import os\nsorted(int(p) for p in os.listdir('/proc') "
+                  "if p.isdigit())",
+              SHIM_EXEC_OK, "[1, ");
+    shim_sandbox_close(sb);
+}
+
 /* 10. two sandboxes share nothing: files, /tmp, /dev/shm, processes,
  * abstract sockets, System V IPC; as root, not even the host uid. */
 static void test_between_sandboxes(void **state)
@@ -1099,6 +1203,7 @@ int main(void)
         cmocka_unit_test(test_processes_and_signals),
         cmocka_unit_test(test_supervisor_out_of_reach),
         cmocka_unit_test(test_unknown_syscalls),
+        cmocka_unit_test(test_forged_done_frozen),
         cmocka_unit_test(test_between_sandboxes),
         cmocka_unit_test(test_no_persistence),
         cmocka_unit_test(test_host_killed),

@@ -968,6 +968,47 @@ static void test_forged_done_frozen(void **state)
     shim_sandbox_close(sb);
 }
 
+/* 1 (cont.). Host-identifying /proc files read empty inside, as in
+ * container runtimes, while the host reads them. */
+static void test_proc_masked(void **state)
+{
+    static const char *const good[] = {
+        "masked /proc/cmdline", "masked /proc/sys/kernel/random/boot_id",
+        "masked /proc/config.gz", "masked /proc/partitions", NULL};
+    static const char *const bad[] = {"UNMASKED", NULL};
+    static const char *const host[] = {"/proc/cmdline",
+                                       "/proc/sys/kernel/random/boot_id"};
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    char buf[64];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+        FILE *f = fopen(host[i], "r");
+
+        assert_non_null(f);
+        assert_true(fread(buf, 1, sizeof(buf), f) > 0);
+        fclose(f);
+    }
+    make_cfg(&c);
+    sb = open_sb(&c);
+    expect_clean(sb,
+        "for p in ['/proc/cmdline', '/proc/sys/kernel/random/boot_id', "
+        "'/proc/kcore', '/proc/keys', '/proc/key-users', "
+        "'/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', "
+        "'/proc/latency_stats', '/proc/config.gz', '/proc/iomem', "
+        "'/proc/ioports', '/proc/partitions', '/proc/diskstats']:\n"
+        "    try:\n"
+        "        with open(p, 'rb') as f:\n"
+        "            n = len(f.read())\n"
+        "    except OSError:\n"
+        "        n = 0\n"
+        "    print('masked' if n == 0 else 'UNMASKED', p)",
+        good, bad);
+    shim_sandbox_close(sb);
+}
+
 /* 10. two sandboxes share nothing: files, /tmp, /dev/shm, processes,
  * abstract sockets, System V IPC; as root, not even the host uid. */
 static void test_between_sandboxes(void **state)
@@ -1204,6 +1245,7 @@ int main(void)
         cmocka_unit_test(test_supervisor_out_of_reach),
         cmocka_unit_test(test_unknown_syscalls),
         cmocka_unit_test(test_forged_done_frozen),
+        cmocka_unit_test(test_proc_masked),
         cmocka_unit_test(test_between_sandboxes),
         cmocka_unit_test(test_no_persistence),
         cmocka_unit_test(test_host_killed),

@@ -263,6 +263,7 @@ static void proc_masks(struct cmd *c)
         "/proc/latency_stats", "/proc/config.gz",
         "/proc/iomem",        "/proc/ioports",
         "/proc/partitions",   "/proc/diskstats",
+        "/proc/swaps",
     };
     struct stat st;
     size_t i;

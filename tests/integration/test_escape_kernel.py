@@ -47,7 +47,7 @@ for nr in (467, 500, 1000):
 
 MASKED = ["/proc/cmdline", "/proc/sys/kernel/random/boot_id", "/proc/config.gz",
           "/proc/partitions", "/proc/iomem", "/proc/timer_list", "/proc/keys",
-          "/proc/kcore", "/proc/sched_debug"]
+          "/proc/kcore", "/proc/sched_debug", "/proc/swaps"]
 
 # A thread answers for the interpreter, then for every later execution (it
 # runs them itself); a child stamps the time into a file every 5 ms.

@@ -142,7 +142,7 @@ static int ensure_tree(const struct local *l)
 
 /* ---- the command line ---- */
 
-#define ARGV_MAX 200
+#define ARGV_MAX 256
 #define ARENA 4096
 
 struct cmd {
@@ -250,6 +250,29 @@ static void etc_files(struct cmd *c)
     }
 }
 
+/* Host-identifying /proc files, masked as container runtimes do: the
+ * host's /dev/null bound over each (reads are empty, writes vanish). Only
+ * those this kernel has: bwrap cannot make a mount point in /proc. */
+static void proc_masks(struct cmd *c)
+{
+    static const char *const files[] = {
+        "/proc/cmdline",      "/proc/sys/kernel/random/boot_id",
+        "/proc/kcore",        "/proc/keys",
+        "/proc/key-users",    "/proc/timer_list",
+        "/proc/timer_stats",  "/proc/sched_debug",
+        "/proc/latency_stats", "/proc/config.gz",
+        "/proc/iomem",        "/proc/ioports",
+        "/proc/partitions",   "/proc/diskstats",
+        "/proc/swaps",
+    };
+    struct stat st;
+    size_t i;
+
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        if (lstat(files[i], &st) == 0 && S_ISREG(st.st_mode))
+            args3(c, "--dev-bind", "/dev/null", files[i]);
+}
+
 static int memfd_with(const char *name, const char *text)
 {
     size_t n = strlen(text);
@@ -345,6 +368,7 @@ static void bwrap_args(struct cmd *c, const struct local *l)
     args3(c, "--ro-bind-data", "5", "/etc/passwd");
     args3(c, "--ro-bind-data", "6", "/etc/group");
     args2(c, "--proc", "/proc");
+    proc_masks(c);
     args2(c, "--dev", "/dev");
     /* each tmpfs is RAM: a size of its own; HOME is a link into /tmp */
     arg(c, "--size");

@@ -18,9 +18,18 @@
 # interpreter, enforces the per-execution wall-clock limit, captures
 # output, lists the working directory, and kills everything the code
 # started when an execution times out or the interpreter dies. User code
-# cannot reach it: as PID 1 it cannot be killed from inside, and it is not
-# dumpable (no /proc/1/mem). It keeps running across interpreter restarts,
-# so the files in DATA_DIR (a tmpfs) survive them.
+# cannot reach it: as PID 1 it cannot be killed from inside, it is not
+# dumpable (no /proc/1/mem), seccomp refuses every signal, rlimit,
+# priority and scheduler call naming pid 1 (seccomp.c), and the worker
+# runs in a session (so a process group and an autogroup) of its own.
+# It keeps running across interpreter restarts, so the files in DATA_DIR
+# (a tmpfs) survive them.
+# Between executions nothing of the sandbox runs: once a cell is done,
+# every process but PID 1 is stopped before the reply goes out, and
+# continued when the next request comes. Code that forged the worker's
+# reply, or that resumes itself while stopped (a timer, an orphaned
+# process group), is caught by a check every WATCH_S and before the next
+# request: every process is killed and the next output says why.
 # The worker sets its rlimits (address space, tasks, file size, CPU time)
 # first, then runs the cells with notebook semantics in one persistent
 # __main__ namespace.
@@ -71,6 +80,14 @@ def _supervisor():
     OLD_PIPES = 16
     OLD_PIPE_BYTES = 16 << 20
     NOTE = b"\n[... %d bytes of output truncated ...]\n"
+    FREEZE_S = 2.0  # for every task to stop after a cell
+    WATCH_S = 1.0  # between checks that nothing runs while idle
+    RUNNING = (b"R", b"S")  # what a stopped task never is
+    STRAY_NOTE = (b"[Note: code of an earlier execution kept running after "
+                  b"that execution had ended (a background thread or "
+                  b"process that answered for the interpreter, or resumed "
+                  b"itself while the sandbox was idle); every process in "
+                  b"the sandbox was killed.]\n")
     mono = __import__("time").monotonic
 
     os.set_blocking(host, False)
@@ -144,6 +161,10 @@ def _supervisor():
         served = False
 
     st = {"lost": False, "prev_files": []}
+    # snap: {tid: (state, utime, stime, schedstat)} of the stopped sandbox,
+    # None while it runs; next: when to check it again; stray: tell the
+    # next execution that its processes were killed for running idle
+    fz = {"snap": None, "next": 0.0, "stray": False}
     cell = None  # dict while a request runs
     # Output pipes of finished cells that something the code started in the
     # background still writes to: read and dropped (up to OLD_PIPE_BYTES
@@ -176,8 +197,94 @@ def _supervisor():
             if pid == W.pid and W.status is None:
                 W.status = s
 
+    def read_small(path):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            return os.read(fd, 4096)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def tasks():
+        # Every task (thread) of the sandbox but ours, with what changes
+        # when it runs. Linear in the tasks, which RLIMIT_NPROC caps.
+        snap = {}
+        for p in os.listdir("/proc"):
+            if not p.isdigit() or p == "1":
+                continue
+            try:
+                tids = os.listdir("/proc/%s/task" % p)
+            except OSError:
+                continue
+            for t in tids:
+                d = "/proc/%s/task/%s/" % (p, t)
+                b = read_small(d + "stat")
+                if b is None:
+                    continue  # gone
+                f = b[b.rfind(b")") + 2:].split()
+                if len(f) > 12:
+                    snap[t] = (f[0], f[11], f[12], read_small(d + "schedstat"))
+        return snap
+
+    def freeze():
+        # Stops every process but us; True once none can run.
+        try:
+            os.kill(-1, _signal.SIGSTOP)
+        except OSError:
+            pass  # none left
+        end = mono() + FREEZE_S
+        pause = 0.0002
+        while True:
+            snap = tasks()
+            if not any(v[0] in RUNNING for v in snap.values()):
+                fz["snap"] = snap
+                fz["next"] = mono() + WATCH_S
+                return True
+            if mono() >= end:
+                return False
+            select.select([], [], [], pause)
+            pause = min(pause * 2, 0.05)
+
+    def still_frozen():
+        # Nothing ran since freeze(): no task runs, none is new, and none
+        # seen stopped has used the CPU. A task that was in the kernel
+        # (D) may have stopped since; dead ones do not matter.
+        old, now = fz["snap"], tasks()
+        for t, v in now.items():
+            was = old.get(t)
+            if v[0] in (b"Z", b"X"):
+                continue
+            if was is None or v[0] in RUNNING or \
+                    (was[0] in (b"T", b"t") and v != was):
+                return False
+        fz["snap"] = now
+        return True
+
+    def stray():
+        # Something ran while idle: nothing of it may run on.
+        kill_all()
+        fz["stray"] = True
+        spawn()
+
+    def thaw():
+        if fz["snap"] is None:
+            return
+        if still_frozen():
+            fz["snap"] = None
+            try:
+                os.kill(-1, _signal.SIGCONT)
+            except OSError:
+                pass  # none left
+        else:
+            stray()
+
     def kill_all():
         # Everything but us: the interpreter and whatever it started.
+        fz["snap"] = None
         if W.pid and not sandboxed:
             for kill in (os.killpg, os.kill):
                 try:
@@ -229,7 +336,7 @@ def _supervisor():
             pid = os.posix_spawn(
                 sys.executable, worker_argv, os.environ,
                 file_actions=[(os.POSIX_SPAWN_DUP2, b.fileno(), 3)],
-                setpgroup=0, setsigdef=(_signal.SIGCHLD, _signal.SIGINT))
+                setsigdef=(_signal.SIGCHLD, _signal.SIGINT))
         except OSError:
             a.close()
             b.close()
@@ -337,6 +444,9 @@ def _supervisor():
         c = cell
         if kind != "D":
             kill_all()
+        elif sandboxed and not freeze():
+            kill_all()  # something would not stop: it may not run on
+            fz["stray"] = True
         alive = drain(c["pipe"], feed)
         if alive and len(old_pipes) < OLD_PIPES and kind == "D":
             old_pipes.append([c["pipe"], 0])
@@ -359,6 +469,7 @@ def _supervisor():
     def start(payload):
         nonlocal cell
         seq = payload[1:5]
+        thaw()
         restarted = st["lost"]
         st["lost"] = False
         if not W.pid:
@@ -368,6 +479,9 @@ def _supervisor():
         cell = {"seq": seq, "pipe": r, "head": bytearray(),
                 "tail": bytearray(), "total": 0, "restarted": restarted,
                 "deadline": mono() + timeout, "fd": w}
+        if fz["stray"]:
+            fz["stray"] = False
+            feed(STRAY_NOTE)
         req = len(payload).to_bytes(4, "big") + payload
         W.outbuf = bytearray(req)
         W.served = True
@@ -430,6 +544,8 @@ def _supervisor():
         wait = None
         if cell is not None:
             wait = max(0, int((cell["deadline"] - mono()) * 1000) + 1)
+        elif fz["snap"] is not None:
+            wait = max(0, int((fz["next"] - mono()) * 1000) + 1)
         events = p.poll(wait)
         for fd, ev in events:
             if fd == host:
@@ -495,6 +611,11 @@ def _supervisor():
         if cell is None:
             if W.pid and (W.inbuf or W.eof or W.status is not None):
                 kill_all()  # died or spoke while idle: not to be trusted
+            elif fz["snap"] is not None and mono() >= fz["next"]:
+                if still_frozen():
+                    fz["next"] = mono() + WATCH_S
+                else:
+                    stray()
             continue
         got = worker_input()
         if got is not None:
@@ -533,7 +654,10 @@ def _worker():
             value, slack = min(value, hard), hard - min(value, hard)
         resource.setrlimit(res, (value, value + slack))
 
-    os.setpgid(0, 0)
+    # A session of its own: neither PID 1's process group (kill(0) from
+    # the code must not reach it) nor its autogroup (whose nice value the
+    # code could raise through /proc/self/autogroup).
+    os.setsid()
     lower(resource.RLIMIT_AS, memory)
     lower(resource.RLIMIT_FSIZE, file_size)
     # SIGXCPU at the limit (the process learns why), SIGKILL 1 s later

@@ -66,6 +66,8 @@ static void params_init(struct shim_local_params *p,
     p->memory = cfg->memory_limit ? cfg->memory_limit : 1ULL << 30;
     p->file_size = cfg->file_size_limit ? cfg->file_size_limit : 512ULL << 20;
     p->disk = cfg->disk_limit ? cfg->disk_limit : 1ULL << 30;
+    p->inodes = cfg->inodes_limit ? cfg->inodes_limit : 65536;
+    p->open_files = cfg->open_files_limit > 0 ? cfg->open_files_limit : 1024;
     p->procs = cfg->procs_limit > 0 ? cfg->procs_limit : 256;
     p->cpu_s = cfg->cpu_time_s > 0 ? cfg->cpu_time_s : 3600;
 }
@@ -80,6 +82,7 @@ struct local *shim_local_new(const struct shim_local_params *p)
     l->pid = -1;
     l->fd = -1;
     l->errfd = -1;
+    shim_cgroup_init(&l->cg);
     return l;
 }
 

@@ -30,6 +30,7 @@ extern const char shim_worker_pyc[];
 #define RM_MAX_DEPTH 128
 #define SANDBOX_UID "1000"
 #define SHM_SIZE (64u << 20)
+#define SHM_INODES 1024u
 
 static int subpath(char *out, size_t outsz, const char *root, const char *sub)
 {
@@ -311,6 +312,41 @@ static void start_args(struct cmd *c, const struct local *l, const char *data)
     argf(c, "%s", data);                             /* ${12} */
 }
 
+/* ---- the writable places: tmpfs, each is RAM ---- */
+
+static const char *const tmpfs_dest[NTMPFS] = {"/dev/shm", "/mnt/data",
+                                               "/tmp"};
+
+static unsigned long long tmpfs_size(const struct local *l, int i)
+{
+    return i == 0 ? SHM_SIZE : l->p.disk;
+}
+
+static unsigned long long tmpfs_inodes(const struct local *l, int i)
+{
+    return i == 0 ? SHM_INODES : l->p.inodes;
+}
+
+/* A size and a file count each when spawn.c mounts them (l->own_tmpfs:
+ * it hands them over as descriptors NFDS..); bwrap's own --tmpfs can
+ * only give a size. HOME is a link into /tmp. */
+static void tmpfs_args(struct cmd *c, const struct local *l)
+{
+    int i;
+
+    for (i = 0; i < NTMPFS; i++) {
+        if (l->own_tmpfs) {
+            arg(c, "--bind-fd");
+            argf(c, "%d", NFDS + i);
+        } else {
+            arg(c, "--size");
+            argf(c, "%llu", tmpfs_size(l, i));
+            arg(c, "--tmpfs");
+        }
+        arg(c, tmpfs_dest[i]);
+    }
+}
+
 static void bwrap_args(struct cmd *c, const struct local *l)
 {
     arg(c, l->p.bwrap);
@@ -346,16 +382,7 @@ static void bwrap_args(struct cmd *c, const struct local *l)
     args3(c, "--ro-bind-data", "6", "/etc/group");
     args2(c, "--proc", "/proc");
     args2(c, "--dev", "/dev");
-    /* each tmpfs is RAM: a size of its own; HOME is a link into /tmp */
-    arg(c, "--size");
-    argf(c, "%u", SHM_SIZE);
-    args2(c, "--tmpfs", "/dev/shm");
-    arg(c, "--size");
-    argf(c, "%llu", l->p.disk);
-    args2(c, "--tmpfs", "/mnt/data");
-    arg(c, "--size");
-    argf(c, "%llu", l->p.disk);
-    args2(c, "--tmpfs", "/tmp");
+    tmpfs_args(c, l);
     args3(c, "--symlink", "/tmp", "/home/sandbox");
     /* nothing else writable: not /dev (bwrap's tmpfs) nor the root */
     args2(c, "--remount-ro", "/dev");
@@ -402,7 +429,32 @@ struct command {
     char home[SHIM_PATH_MAX + 8], tmp[SHIM_PATH_MAX + 8], data[SHIM_PATH_MAX];
     char passwd[160], group[64];
     char *env[8];
+    struct shim_spawn_tmpfs tmpfs[NTMPFS];
+    char tmpfs_opts[NTMPFS][96];
 };
+
+/* spawn.c's side of the same: the mount options of each, owned by the
+ * user bwrap runs as (sp's credentials set). */
+static void tmpfs_specs(const struct local *l, struct command *m,
+                        struct shim_spawn *sp)
+{
+    uid_t uid = sp->setid ? sp->uid : geteuid();
+    gid_t gid = sp->setid ? sp->gid : getegid();
+    int i;
+
+    if (!l->own_tmpfs)
+        return;
+    for (i = 0; i < NTMPFS; i++) {
+        snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
+                 "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
+                 tmpfs_size(l, i), tmpfs_inodes(l, i), (unsigned)uid,
+                 (unsigned)gid);
+        m->tmpfs[i].opts = m->tmpfs_opts[i];
+        m->tmpfs[i].fd = NFDS + i;
+    }
+    sp->tmpfs = m->tmpfs;
+    sp->ntmpfs = NTMPFS;
+}
 
 static int unsafe_command(struct local *l, struct command *m,
                           struct shim_spawn *sp)
@@ -475,6 +527,7 @@ static int bwrap_command(struct local *l, struct command *m,
         sp->uid = fresh_uid();
         sp->gid = (gid_t)sp->uid;
     }
+    tmpfs_specs(l, m, sp);
     return 0;
 }
 
@@ -496,5 +549,8 @@ int shim_local_command(struct local *l, struct shim_spawn *sp, int fds[NFDS],
         return -E2BIG;
     }
     sp->argv = m->c.v;
+    /* per process; per sandbox, their kernel memory counts in its cgroup,
+     * else at most this times the task limit */
+    sp->nofile = (unsigned long)l->p.open_files;
     return 0;
 }

@@ -430,14 +430,38 @@ struct command {
     char passwd[160], group[64];
     char *env[8];
     struct shim_spawn_tmpfs tmpfs[NTMPFS];
-    char tmpfs_opts[NTMPFS][96];
+    char tmpfs_dir[NTMPFS][32], tmpfs_opts[NTMPFS][96];
 };
 
-/* spawn.c's side of the same: the mount options of each, owned by the
- * user bwrap runs as (sp's credentials set). */
-static void tmpfs_specs(const struct local *l, struct command *m,
-                        struct shim_spawn *sp)
+/* Where spawn.c mounts them before bwrap binds them: a directory that
+ * exists, bwrap needs nothing from (it is covered in the namespace bwrap
+ * starts in) and does not hold bwrap itself. NULL when none will do. */
+static const char *tmpfs_place(const struct local *l)
 {
+    static const char *const dirs[] = {"/tmp", "/mnt", "/media", "/srv",
+                                       "/var/tmp"};
+    char real[PATH_MAX];
+    size_t i, n;
+
+    if (!realpath(l->p.bwrap, real))
+        return NULL;
+    for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        struct stat st;
+
+        n = strlen(dirs[i]);
+        if (lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+            !(strncmp(real, dirs[i], n) == 0 && real[n] == '/'))
+            return dirs[i];
+    }
+    return NULL;
+}
+
+/* spawn.c's side of the same: where, and the mount options of each, owned
+ * by the user bwrap runs as (sp's credentials set). */
+static void tmpfs_specs(const struct local *l, const char *at,
+                        struct command *m, struct shim_spawn *sp)
+{
+    static const char *const name[NTMPFS] = {"shm", "data", "tmp"};
     uid_t uid = sp->setid ? sp->uid : geteuid();
     gid_t gid = sp->setid ? sp->gid : getegid();
     int i;
@@ -445,13 +469,17 @@ static void tmpfs_specs(const struct local *l, struct command *m,
     if (!l->own_tmpfs)
         return;
     for (i = 0; i < NTMPFS; i++) {
+        snprintf(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), "%s/%s", at,
+                 name[i]);
         snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
                  "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
                  tmpfs_size(l, i), tmpfs_inodes(l, i), (unsigned)uid,
                  (unsigned)gid);
+        m->tmpfs[i].dir = m->tmpfs_dir[i];
         m->tmpfs[i].opts = m->tmpfs_opts[i];
         m->tmpfs[i].fd = NFDS + i;
     }
+    sp->tmpfs_at = at;
     sp->tmpfs = m->tmpfs;
     sp->ntmpfs = NTMPFS;
 }
@@ -489,6 +517,7 @@ static int unsafe_command(struct local *l, struct command *m,
 static int bwrap_command(struct local *l, struct command *m,
                          struct shim_spawn *sp, int fds[NFDS])
 {
+    const char *at = NULL;
     int rc = python_visible(l), i;
 
     if (rc)
@@ -498,6 +527,8 @@ static int bwrap_command(struct local *l, struct command *m,
         shim_local_fail(l, LF_NO_BWRAP, strerror(-rc));
         return rc;
     }
+    if (l->own_tmpfs && !(at = tmpfs_place(l)))
+        l->own_tmpfs = 0; /* bwrap's own tmpfs then */
     bwrap_args(&m->c, l);
     m->env[0] = (char *)"PATH=/usr/bin:/bin";
     m->env[1] = NULL;
@@ -527,7 +558,7 @@ static int bwrap_command(struct local *l, struct command *m,
         sp->uid = fresh_uid();
         sp->gid = (gid_t)sp->uid;
     }
-    tmpfs_specs(l, m, sp);
+    tmpfs_specs(l, at, m, sp);
     return 0;
 }
 

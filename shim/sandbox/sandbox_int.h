@@ -33,13 +33,16 @@ extern const struct shim_sandbox_ops shim_sandbox_local;
  * uid/gid for all three ids (the caller must be root); RLIMIT_NOFILE
  * lowered to nofile if not 0; if ntmpfs, a mount namespace of the child's
  * own (as root: before the credentials change; else with a user namespace
- * of its own, its ids mapped to themselves), in which each tmpfs is
- * mounted (opts: tmpfs's mount options) and left open (O_PATH) at
- * descriptor fd (>= nfds), for bwrap --bind-fd. 0 or -errno
+ * of its own, its ids mapped to themselves), in which a small tmpfs is
+ * mounted on tmpfs_at (a directory that does not hold path), and each
+ * tmpfs on its dir (made below tmpfs_at) with opts (tmpfs's mount
+ * options), left open (O_PATH) at descriptor fd (>= nfds), for bwrap
+ * --bind-fd. 0 or -errno
  * (the errno of the failed step, execve's included); *failed, if not
  * NULL, then says which step failed. */
 #include <sys/types.h>
 struct shim_spawn_tmpfs {
+    const char *dir;
     const char *opts;
     int fd;
 };
@@ -62,6 +65,7 @@ struct shim_spawn {
     int njoin;
     int oom_score_adj;
     unsigned long nofile;
+    const char *tmpfs_at;
     const struct shim_spawn_tmpfs *tmpfs;
     int ntmpfs;
     enum shim_spawn_step *failed;

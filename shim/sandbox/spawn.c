@@ -44,12 +44,10 @@
 
 #define CHILD_STACK (64 * 1024)
 
-/* Where the private tmpfs are mounted in the child's own mount
- * namespace: a small tmpfs of its own over a directory bwrap does not
- * need from the host, then each on a directory of that. bwrap finds the
+/* The private tmpfs are mounted in the child's own mount namespace on
+ * directories of a small tmpfs of their own (tmpfs_at): bwrap finds the
  * path of a --bind-fd descriptor and binds that path (checking it is the
- * same directory): each needs a path of its own. */
-#define TMPFS_AT "/tmp"
+ * same directory), so each needs a path of its own. */
 #define TMPFS_AT_OPTS "size=16k,nr_inodes=16,mode=0755"
 
 struct child {
@@ -124,13 +122,12 @@ static int private_tmpfs(const struct child *c)
         return -1;
     }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("tmpfs", TMPFS_AT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        mount("tmpfs", s->tmpfs_at, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               TMPFS_AT_OPTS) != 0)
         return -1;
     for (i = 0; i < s->ntmpfs; i++) {
-        char dir[sizeof(TMPFS_AT) + 4] = TMPFS_AT "/";
+        const char *dir = s->tmpfs[i].dir;
 
-        dir[sizeof(TMPFS_AT)] = (char)('a' + i % 26);
         if (mkdir(dir, 0700) != 0 ||
             mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV,
                   s->tmpfs[i].opts) != 0)

@@ -433,24 +433,33 @@ struct command {
     char tmpfs_dir[NTMPFS][32], tmpfs_opts[NTMPFS][96];
 };
 
+static int under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
 /* Where spawn.c mounts them before bwrap binds them: a directory that
  * exists, bwrap needs nothing from (it is covered in the namespace bwrap
- * starts in) and does not hold bwrap itself. NULL when none will do. */
+ * starts in) and does not hold bwrap itself, by the name it is run by
+ * (spawn.c's cwd is /) nor where that leads. NULL when none will do. */
 static const char *tmpfs_place(const struct local *l)
 {
     static const char *const dirs[] = {"/tmp", "/mnt", "/media", "/srv",
                                        "/var/tmp"};
-    char real[PATH_MAX];
-    size_t i, n;
+    char real[PATH_MAX], given[SHIM_PATH_MAX + 2];
+    size_t i;
 
     if (!realpath(l->p.bwrap, real))
         return NULL;
+    snprintf(given, sizeof(given), "%s%s", l->p.bwrap[0] == '/' ? "" : "/",
+             l->p.bwrap);
     for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
         struct stat st;
 
-        n = strlen(dirs[i]);
         if (lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
-            !(strncmp(real, dirs[i], n) == 0 && real[n] == '/'))
+            !under(real, dirs[i]) && !under(given, dirs[i]))
             return dirs[i];
     }
     return NULL;

@@ -158,9 +158,9 @@ int shim_local_start(struct local *l)
             give_up(&no_join, "cannot join the cgroup made for it", rc);
         else if (failed == SHIM_SPAWN_TMPFS && l->own_tmpfs)
             give_up(&no_tmpfs,
-                    "cannot mount its tmpfs with a file-count limit in a "
-                    "namespace of its own: /mnt/data and /tmp get a size "
-                    "limit only",
+                    "could not start with tmpfs of its own (mounted with a "
+                    "file-count limit in a namespace of its own): /mnt/data "
+                    "and /tmp get bwrap's, with a size limit only",
                     rc);
         else
             break;

@@ -49,7 +49,8 @@ struct shim_spawn_tmpfs {
 enum shim_spawn_step {
     SHIM_SPAWN_OTHER = 0,
     SHIM_SPAWN_JOIN,  /* joining a cgroup */
-    SHIM_SPAWN_TMPFS, /* the namespaces or mounts of the tmpfs */
+    SHIM_SPAWN_TMPFS, /* the namespaces or mounts of the tmpfs, or the
+                         execve after them */
 };
 struct shim_spawn {
     const char *path;

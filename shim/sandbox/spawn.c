@@ -194,6 +194,8 @@ static int child_main(void *arg)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     execve(s->path, s->argv, s->envp);
+    if (s->ntmpfs) /* our mounts may hide it: try again without them */
+        c->step = SHIM_SPAWN_TMPFS;
 fail:
     c->err = errno ? errno : EINVAL;
     _exit(127);

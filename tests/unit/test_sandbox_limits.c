@@ -434,6 +434,29 @@ static void test_inodes(void **state)
     shim_sandbox_close(sb);
 }
 
+/* A bwrap reached through /tmp (where the tmpfs are mounted before bwrap
+ * binds them, if nothing lives there) still starts, with the limits. */
+static void test_bwrap_in_tmp(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    char link[600];
+
+    (void)state;
+    limits_cfg(&c);
+    c.inodes_limit = 3000;
+    snprintf(link, sizeof(link), "%s/bwrap-link", g_tmpdir);
+    assert_int_equal(symlink("/usr/bin/bwrap", link), 0);
+    chmod(g_tmpdir, 0755); /* as root, bwrap runs as another user */
+    snprintf(c.bwrap, sizeof(c.bwrap), "%s", link);
+    sb = open_sb(&c);
+    expect_in(sb, "import os\nprint(os.statvfs('/mnt/data').f_files)",
+              SHIM_EXEC_OK, "3000\n");
+    shim_sandbox_close(sb);
+    unlink(link);
+    chmod(g_tmpdir, 0700);
+}
+
 /* Open files: CODESHIM_OPEN_FILES per process (soft and hard, so the code
  * cannot raise it); in a cgroup, their kernel memory counts too. */
 static void test_open_files(void **state)
@@ -506,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_ten_processes),
         cmocka_unit_test(test_pipes),
         cmocka_unit_test(test_inodes),
+        cmocka_unit_test(test_bwrap_in_tmp),
         cmocka_unit_test(test_open_files),
         cmocka_unit_test(test_settings),
     };

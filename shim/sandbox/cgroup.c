@@ -316,8 +316,8 @@ static void probe_v1(struct shim_cgroup_info *in, const char *ctl,
         return;
     }
     if (access(dir, W_OK) != 0) {
-        note(in, ctl, errno == EACCES ? "not writable by this user"
-                                            : strerror(errno));
+        note(in, ctl,
+             errno == EACCES ? "not writable by this user" : strerror(errno));
         return;
     }
     pl->version = 1;

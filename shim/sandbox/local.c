@@ -23,8 +23,11 @@
  *   environment, no descriptor of the host but the control socket;
  * - limits: address space, tasks (RLIMIT_NPROC counts per user namespace,
  *   so per sandbox), file size, CPU time (rlimits the worker sets on itself
- *   before any user code, inherited by all it starts), tmpfs sizes, output
- *   captured (head and tail), wall clock.
+ *   before any user code, inherited by all it starts), open files (from
+ *   the spawn), tmpfs sizes and file counts, output captured (head and
+ *   tail), wall clock; and, where this machine lets us make one, a cgroup
+ *   per sandbox (cgroup.c) holding memory (kernel memory, tmpfs, memfd
+ *   included) and tasks for all its processes together.
  *
  * Start (local_proc.c): bwrap runs a shell that starts the first worker
  * and becomes the supervisor (both Pythons start at once); the supervisor

@@ -10,6 +10,7 @@
  *   local_chan.c   the control socket: frames with deadlines
  *   local_msg.c    every text the model or the log gets from this backend
  *   local_spare.c  the warm spare: the next sandbox, started in advance
+ * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
  *
  * A struct local is one sandbox instance; it is used by one thread at a
  * time (sandbox.c's mutex), except the spare, which local_spare.c hands

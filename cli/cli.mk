@@ -1,6 +1,8 @@
 # cli/cli.mk - the launcher build/codeshim and its man page; included by
-# the top Makefile (which defines BUILD, CC, WARN and CFLAGS first).
+# the top Makefile (which defines BUILD, CC, WARN, CFLAGS and LIBS first).
 # The launcher is an ordinary program: no -fPIC/-fvisibility, no libcurl.
+# It links the library's engines (libcodeshim_core.a, without the curl
+# interposition) for `codeshim --check`, which starts a real sandbox.
 
 CODESHIM_VERSION ?= 0.1.0
 PREFIX ?= /usr/local
@@ -10,18 +12,19 @@ MANDIR ?= $(PREFIX)/share/man
 # library must be installed here for an installed launcher to find it.
 CODESHIM_LIBDIR ?= $(PREFIX)/lib/codeshim
 
-# The launcher reuses the library's capped buffer and JSON helpers.
-CLI_SRC := $(wildcard cli/*.c) shim/buf.c shim/json.c shim/text.c
+# The launcher reuses the library's capped buffer and JSON helpers (from
+# the core archive, with the rest of the engines).
+CLI_SRC := $(wildcard cli/*.c)
 CLI_HDR := $(wildcard cli/*.h) shim/buf.h shim/json.h shim/text.h
 CLI_BIN := $(BUILD)/codeshim
 CLI_MAN := doc/codeshim.1
 # Recursive (=) so WARN and CFLAGS may be set after the include line.
-CLI_CFLAGS = -std=c11 -D_GNU_SOURCE -Ishim $(WARN) \
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Ishim -Ishim/sandbox \
              -DCODESHIM_VERSION='"$(CODESHIM_VERSION)"' $(CFLAGS)
 
-$(CLI_BIN): $(CLI_SRC) $(CLI_HDR) cli/cli.mk
+$(CLI_BIN): $(CLI_SRC) $(CLI_HDR) cli/cli.mk $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CLI_CFLAGS) $(CLI_SRC) -o $@ -lcjson
+	$(CC) $(CLI_CFLAGS) $(CLI_SRC) -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
 
 # tests/unit/test_trace.c includes the trace loader and printers (the
 # generic unit-test rules link only the library's archive): rebuild it when

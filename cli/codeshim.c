@@ -1,10 +1,13 @@
 /* codeshim.c - the launcher: `codeshim [options] [--] PROGRAM [ARGS...]`
  * runs PROGRAM with libcodeshim.so preloaded and its options turned into
- * CODESHIM_* variables; `codeshim trace FILE` summarizes a trace (trace.c).
+ * CODESHIM_* variables; `codeshim trace FILE` summarizes a trace (trace.c);
+ * `codeshim [options] --check` reports the isolation this machine gives
+ * (check.c).
  *
  * Everything is validated before anything is changed, so a mistake costs a
  * clear message and exit status 2 instead of a library that silently falls
  * back to its defaults (the library never fails on bad configuration). */
+#include "check.h"
 #include "libpath.h"
 #include "trace.h"
 
@@ -67,12 +70,14 @@ struct launch {
     const char *values[NOPTIONS];
     const char *lib;
     int prog;              /* index of PROGRAM in argv */
+    int check;             /* --check: no PROGRAM */
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
         "usage: codeshim [options] [--] PROGRAM [ARGS...]\n"
+        "       codeshim [options] --check\n"
         "       codeshim trace FILE [--json]\n"
         "\n"
         "Runs PROGRAM with libcodeshim.so preloaded, so its libcurl requests to\n"
@@ -92,6 +97,8 @@ static void usage(FILE *out)
         "  --python PATH        Python of the local sandbox          CODESHIM_PYTHON\n"
         "  --lib PATH           the library (else CODESHIM_LIB, else next to\n"
         "                       this program, else ../lib/codeshim/)\n"
+        "  --check              start a sandbox and report the isolation and\n"
+        "                       limits this machine gives; exit 0 if isolated\n"
         "  -h, --help           this text\n"
         "  -V, --version        print the version\n"
         "\n"
@@ -247,6 +254,10 @@ static int parse_args(int argc, char **argv, struct launch *l)
             printf("codeshim %s\n", CODESHIM_VERSION);
             return 1;
         }
+        if (!strcmp(a, "--check")) {
+            l->check = 1;
+            continue;
+        }
         if (a[0] != '-')
             break;
         if (a[1] != '-') {
@@ -255,6 +266,13 @@ static int parse_args(int argc, char **argv, struct launch *l)
         }
         if (parse_option(argc, argv, &i, l) < 0)
             return -EINVAL;
+    }
+    if (l->check) {
+        if (i < argc) {
+            fprintf(stderr, "codeshim: --check runs no PROGRAM (%s)\n", argv[i]);
+            return -EINVAL;
+        }
+        return 0;
     }
     if (i >= argc || !argv[i][0]) {
         fprintf(stderr, "codeshim: no PROGRAM to run\n");
@@ -274,11 +292,22 @@ static int export(const char *name, const char *value)
     return 0;
 }
 
+/* Sets the CODESHIM_* variables. 0 or negative errno. */
+static int export_options(const struct launch *l)
+{
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; rc == 0 && i < NOPTIONS; i++)
+        if (l->values[i])
+            rc = export(options[i].env, l->values[i]);
+    return rc;
+}
+
 /* Sets LD_PRELOAD and the CODESHIM_* variables. 0 or negative errno. */
 static int export_all(const struct launch *l, const char *lib)
 {
     char *preload = cli_preload_value(lib, getenv("LD_PRELOAD"));
-    size_t i;
     int rc;
 
     if (!preload) {
@@ -287,10 +316,7 @@ static int export_all(const struct launch *l, const char *lib)
     }
     rc = export("LD_PRELOAD", preload);
     free(preload);
-    for (i = 0; rc == 0 && i < NOPTIONS; i++)
-        if (l->values[i])
-            rc = export(options[i].env, l->values[i]);
-    return rc;
+    return rc ? rc : export_options(l);
 }
 
 /* Replaces this process with PROGRAM; returns only on failure, with the
@@ -324,6 +350,8 @@ int main(int argc, char **argv)
     rc = parse_args(argc, argv, &l);
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
+    if (l.check) /* the sandbox the library would make, made here */
+        return export_options(&l) < 0 ? EXIT_NOLIB : cli_check_main();
     rc = cli_find_library(l.lib, getenv("CODESHIM_LIB"),
                           cli_exe_dir(exe_dir, sizeof(exe_dir)) == 0 ? exe_dir : NULL, lib,
                           sizeof(lib), err, sizeof(err));

@@ -201,6 +201,10 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
                                   1ULL << 20, 1ULL << 40);
     c->disk_limit = get_size(&p, "CODESHIM_DISK", 1ULL << 30, 1ULL << 20,
                              1ULL << 40);
+    c->inodes_limit = (unsigned long long)get_num(&p, "CODESHIM_INODES", 65536,
+                                                  256, 1 << 24);
+    c->open_files_limit =
+        (int)get_num(&p, "CODESHIM_OPEN_FILES", 1024, 64, 1 << 20);
     c->cpu_time_s = (int)get_num(&p, "CODESHIM_CPU_TIME", 3600, 1, 7 * 86400);
     c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
     get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));

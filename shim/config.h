@@ -39,6 +39,8 @@ struct shim_config {
     int procs_limit;                    /* CODESHIM_PROCS: tasks */
     unsigned long long file_size_limit; /* CODESHIM_FILE_SIZE */
     unsigned long long disk_limit;      /* CODESHIM_DISK: /mnt/data, /tmp */
+    unsigned long long inodes_limit;    /* CODESHIM_INODES: files in each */
+    int open_files_limit;               /* CODESHIM_OPEN_FILES: per process */
     int cpu_time_s;                     /* CODESHIM_CPU_TIME: per process */
     int unsafe_no_isolation;            /* CODESHIM_UNSAFE_NO_ISOLATION=1 */
     char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */

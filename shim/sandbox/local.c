@@ -23,8 +23,11 @@
  *   environment, no descriptor of the host but the control socket;
  * - limits: address space, tasks (RLIMIT_NPROC counts per user namespace,
  *   so per sandbox), file size, CPU time (rlimits the worker sets on itself
- *   before any user code, inherited by all it starts), tmpfs sizes, output
- *   captured (head and tail), wall clock.
+ *   before any user code, inherited by all it starts), open files (from
+ *   the spawn), tmpfs sizes and file counts, output captured (head and
+ *   tail), wall clock; and, where this machine lets us make one, a cgroup
+ *   per sandbox (cgroup.c) holding memory (kernel memory, tmpfs, memfd
+ *   included) and tasks for all its processes together.
  *
  * Start (local_proc.c): bwrap runs a shell that starts the first worker
  * and becomes the supervisor (both Pythons start at once); the supervisor
@@ -66,6 +69,8 @@ static void params_init(struct shim_local_params *p,
     p->memory = cfg->memory_limit ? cfg->memory_limit : 1ULL << 30;
     p->file_size = cfg->file_size_limit ? cfg->file_size_limit : 512ULL << 20;
     p->disk = cfg->disk_limit ? cfg->disk_limit : 1ULL << 30;
+    p->inodes = cfg->inodes_limit ? cfg->inodes_limit : 65536;
+    p->open_files = cfg->open_files_limit > 0 ? cfg->open_files_limit : 1024;
     p->procs = cfg->procs_limit > 0 ? cfg->procs_limit : 256;
     p->cpu_s = cfg->cpu_time_s > 0 ? cfg->cpu_time_s : 3600;
 }
@@ -80,6 +85,7 @@ struct local *shim_local_new(const struct shim_local_params *p)
     l->pid = -1;
     l->fd = -1;
     l->errfd = -1;
+    shim_cgroup_init(&l->cg);
     return l;
 }
 

@@ -10,6 +10,7 @@
  *   local_chan.c   the control socket: frames with deadlines
  *   local_msg.c    every text the model or the log gets from this backend
  *   local_spare.c  the warm spare: the next sandbox, started in advance
+ * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
  *
  * A struct local is one sandbox instance; it is used by one thread at a
  * time (sandbox.c's mutex), except the spare, which local_spare.c hands
@@ -18,6 +19,7 @@
 #define SHIM_LOCAL_INT_H
 
 #include "buf.h"
+#include "cgroup.h"
 #include "config.h"
 #include "sandbox_int.h"
 
@@ -34,6 +36,9 @@
  * 4 seccomp, 5 passwd, 6 group (read and closed by bwrap), 7 and 8 the
  * supervisor's and the first worker's ends of their socketpair. */
 #define NFDS 9
+/* The private tmpfs (/dev/shm, /mnt/data, /tmp) spawn.c mounts arrive at
+ * NFDS.. for bwrap --bind-fd, which closes them once bound. */
+#define NTMPFS 3
 
 /* What a sandbox is made from: the configuration with its defaults
  * applied. Two sandboxes with equal params are interchangeable before
@@ -45,8 +50,8 @@ struct shim_local_params {
     int unsafe;
     int timeout_s;
     size_t output_cap;
-    unsigned long long memory, file_size, disk;
-    int procs, cpu_s;
+    unsigned long long memory, file_size, disk, inodes;
+    int procs, cpu_s, open_files;
 };
 
 struct local {
@@ -62,6 +67,9 @@ struct local {
     int lost_all; /* a used sandbox was ended: say so in the next execution */
     int spare_due; /* prepare the warm spare after the first execution */
     char why[1024]; /* why the last start failed */
+    struct shim_cgroup cg; /* this start's cgroup (cgroup.c), or empty */
+    int own_tmpfs; /* this start's tmpfs are spawn.c's (with inode limits),
+                      not bwrap's */
 };
 
 static inline int64_t shim_local_now_ms(void)

@@ -30,6 +30,7 @@ extern const char shim_worker_pyc[];
 #define RM_MAX_DEPTH 128
 #define SANDBOX_UID "1000"
 #define SHM_SIZE (64u << 20)
+#define SHM_INODES 1024u
 
 static int subpath(char *out, size_t outsz, const char *root, const char *sub)
 {
@@ -334,6 +335,41 @@ static void start_args(struct cmd *c, const struct local *l, const char *data)
     argf(c, "%s", data);                             /* ${12} */
 }
 
+/* ---- the writable places: tmpfs, each is RAM ---- */
+
+static const char *const tmpfs_dest[NTMPFS] = {"/dev/shm", "/mnt/data",
+                                               "/tmp"};
+
+static unsigned long long tmpfs_size(const struct local *l, int i)
+{
+    return i == 0 ? SHM_SIZE : l->p.disk;
+}
+
+static unsigned long long tmpfs_inodes(const struct local *l, int i)
+{
+    return i == 0 ? SHM_INODES : l->p.inodes;
+}
+
+/* A size and a file count each when spawn.c mounts them (l->own_tmpfs:
+ * it hands them over as descriptors NFDS..); bwrap's own --tmpfs can
+ * only give a size. HOME is a link into /tmp. */
+static void tmpfs_args(struct cmd *c, const struct local *l)
+{
+    int i;
+
+    for (i = 0; i < NTMPFS; i++) {
+        if (l->own_tmpfs) {
+            arg(c, "--bind-fd");
+            argf(c, "%d", NFDS + i);
+        } else {
+            arg(c, "--size");
+            argf(c, "%llu", tmpfs_size(l, i));
+            arg(c, "--tmpfs");
+        }
+        arg(c, tmpfs_dest[i]);
+    }
+}
+
 static void bwrap_args(struct cmd *c, const struct local *l)
 {
     arg(c, l->p.bwrap);
@@ -370,16 +406,7 @@ static void bwrap_args(struct cmd *c, const struct local *l)
     args2(c, "--proc", "/proc");
     proc_masks(c);
     args2(c, "--dev", "/dev");
-    /* each tmpfs is RAM: a size of its own; HOME is a link into /tmp */
-    arg(c, "--size");
-    argf(c, "%u", SHM_SIZE);
-    args2(c, "--tmpfs", "/dev/shm");
-    arg(c, "--size");
-    argf(c, "%llu", l->p.disk);
-    args2(c, "--tmpfs", "/mnt/data");
-    arg(c, "--size");
-    argf(c, "%llu", l->p.disk);
-    args2(c, "--tmpfs", "/tmp");
+    tmpfs_args(c, l);
     args3(c, "--symlink", "/tmp", "/home/sandbox");
     /* nothing else writable: not /dev (bwrap's tmpfs) nor the root */
     args2(c, "--remount-ro", "/dev");
@@ -426,7 +453,69 @@ struct command {
     char home[SHIM_PATH_MAX + 8], tmp[SHIM_PATH_MAX + 8], data[SHIM_PATH_MAX];
     char passwd[160], group[64];
     char *env[8];
+    struct shim_spawn_tmpfs tmpfs[NTMPFS];
+    char tmpfs_dir[NTMPFS][32], tmpfs_opts[NTMPFS][96];
 };
+
+static int under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+/* Where spawn.c mounts them before bwrap binds them: a directory that
+ * exists, bwrap needs nothing from (it is covered in the namespace bwrap
+ * starts in) and does not hold bwrap itself, by the name it is run by
+ * (spawn.c's cwd is /) nor where that leads. NULL when none will do. */
+static const char *tmpfs_place(const struct local *l)
+{
+    static const char *const dirs[] = {"/tmp", "/mnt", "/media", "/srv",
+                                       "/var/tmp"};
+    char real[PATH_MAX], given[SHIM_PATH_MAX + 2];
+    size_t i;
+
+    if (!realpath(l->p.bwrap, real))
+        return NULL;
+    snprintf(given, sizeof(given), "%s%s", l->p.bwrap[0] == '/' ? "" : "/",
+             l->p.bwrap);
+    for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        struct stat st;
+
+        if (lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+            !under(real, dirs[i]) && !under(given, dirs[i]))
+            return dirs[i];
+    }
+    return NULL;
+}
+
+/* spawn.c's side of the same: where, and the mount options of each, owned
+ * by the user bwrap runs as (sp's credentials set). */
+static void tmpfs_specs(const struct local *l, const char *at,
+                        struct command *m, struct shim_spawn *sp)
+{
+    static const char *const name[NTMPFS] = {"shm", "data", "tmp"};
+    uid_t uid = sp->setid ? sp->uid : geteuid();
+    gid_t gid = sp->setid ? sp->gid : getegid();
+    int i;
+
+    if (!l->own_tmpfs)
+        return;
+    for (i = 0; i < NTMPFS; i++) {
+        snprintf(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), "%s/%s", at,
+                 name[i]);
+        snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
+                 "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
+                 tmpfs_size(l, i), tmpfs_inodes(l, i), (unsigned)uid,
+                 (unsigned)gid);
+        m->tmpfs[i].dir = m->tmpfs_dir[i];
+        m->tmpfs[i].opts = m->tmpfs_opts[i];
+        m->tmpfs[i].fd = NFDS + i;
+    }
+    sp->tmpfs_at = at;
+    sp->tmpfs = m->tmpfs;
+    sp->ntmpfs = NTMPFS;
+}
 
 static int unsafe_command(struct local *l, struct command *m,
                           struct shim_spawn *sp)
@@ -461,6 +550,7 @@ static int unsafe_command(struct local *l, struct command *m,
 static int bwrap_command(struct local *l, struct command *m,
                          struct shim_spawn *sp, int fds[NFDS])
 {
+    const char *at = NULL;
     int rc = python_visible(l), i;
 
     if (rc)
@@ -470,6 +560,8 @@ static int bwrap_command(struct local *l, struct command *m,
         shim_local_fail(l, LF_NO_BWRAP, strerror(-rc));
         return rc;
     }
+    if (l->own_tmpfs && !(at = tmpfs_place(l)))
+        l->own_tmpfs = 0; /* bwrap's own tmpfs then */
     bwrap_args(&m->c, l);
     m->env[0] = (char *)"PATH=/usr/bin:/bin";
     m->env[1] = NULL;
@@ -499,6 +591,7 @@ static int bwrap_command(struct local *l, struct command *m,
         sp->uid = fresh_uid();
         sp->gid = (gid_t)sp->uid;
     }
+    tmpfs_specs(l, at, m, sp);
     return 0;
 }
 
@@ -520,5 +613,8 @@ int shim_local_command(struct local *l, struct shim_spawn *sp, int fds[NFDS],
         return -E2BIG;
     }
     sp->argv = m->c.v;
+    /* per process; per sandbox, their kernel memory counts in its cgroup,
+     * else at most this times the task limit */
+    sp->nofile = (unsigned long)l->p.open_files;
     return 0;
 }

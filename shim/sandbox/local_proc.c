@@ -1,10 +1,18 @@
-/* local_proc.c - the local sandbox's processes: start (the control
- * socket, the stderr pipe, the descriptors 0-8 the sandbox gets, the
- * spawn through spawn.c's long-lived thread), the wait for the
+/* local_proc.c - the local sandbox's processes: start (its cgroup, the
+ * control socket, the stderr pipe, the descriptors 0-8 the sandbox gets,
+ * the spawn through spawn.c's long-lived thread), the wait for the
  * supervisor's hello (and, when none comes, what went wrong, from the
  * sandbox's stderr), and the end: an orderly stop, SIGKILL when that
- * takes too long or nothing needs ending gently, and the reaping of bwrap.
- * What is started is local_jail.c's; the reasons given are local_msg.c's. */
+ * takes too long or nothing needs ending gently, the reaping of bwrap,
+ * and the kill of anything left in its cgroup, which is then removed.
+ * What is started is local_jail.c's; the reasons given are local_msg.c's.
+ *
+ * Each start gets a cgroup of its own (cgroup.c: the memory and task
+ * limits for the sandbox as a whole) and, isolated, tmpfs that spawn.c
+ * mounts with a file-count limit. Where either fails at the spawn (a
+ * cgroup we made but may not join; a kernel or policy that gives our own
+ * user namespace no mounts), it is said once and the start is made again
+ * without it, as are all later ones of the process. */
 #include "local_int.h"
 #include "log.h"
 
@@ -19,6 +27,14 @@
 
 #define START_S 30       /* the sandbox must be up within this */
 #define STOP_MS 2000     /* orderly stop before SIGKILL */
+#define BWRAP_TASKS 2    /* the cgroup's task limit: bwrap's own, beyond the
+                            sandbox's (RLIMIT_NPROC counts those) */
+/* Any OOM takes a sandbox process first; the worker raises itself to
+ * 1000 (worker.py), so the supervisor is the sandbox's last. */
+#define OOM_SCORE_ADJ 500
+
+static int no_join;  /* joining our cgroups fails here; atomic */
+static int no_tmpfs; /* spawn.c's tmpfs cannot be had here; atomic */
 
 static void sleep_ms(int ms)
 {
@@ -40,7 +56,7 @@ static int raise_fd(int fd, int min)
     return n < 0 ? -errno : n;
 }
 
-int shim_local_start(struct local *l)
+static int start_once(struct local *l, enum shim_spawn_step *failed)
 {
     struct shim_spawn sp;
     void *mem = NULL;
@@ -82,6 +98,10 @@ int shim_local_start(struct local *l)
     }
     sp.fds = fds;
     sp.nfds = NFDS;
+    sp.join = l->cg.join;
+    sp.njoin = l->cg.njoin;
+    sp.oom_score_adj = OOM_SCORE_ADJ;
+    sp.failed = failed;
     rc = shim_sandbox_spawn(&sp, &pid);
     if (rc) {
         shim_local_fail(l, LF_SPAWN, strerror(-rc));
@@ -107,6 +127,44 @@ out:
     shim_local_close_fd(&ep[0]);
     shim_local_close_fd(&ep[1]);
     free(mem);
+    return rc;
+}
+
+/* Says once that what failed at the spawn is done without from now on. */
+static void give_up(int *flag, const char *what, int rc)
+{
+    if (!__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED))
+        LOG_WARN("sandbox: %s (%s); started without", what, strerror(-rc));
+}
+
+int shim_local_start(struct local *l)
+{
+    enum shim_spawn_step failed = SHIM_SPAWN_OTHER;
+    int rc, tries;
+
+    for (tries = 0; tries < 3; tries++) {
+        l->own_tmpfs =
+            !l->p.unsafe && !__atomic_load_n(&no_tmpfs, __ATOMIC_RELAXED);
+        failed = SHIM_SPAWN_OTHER;
+        shim_cgroup_destroy(&l->cg); /* none left from before, normally */
+        if (!__atomic_load_n(&no_join, __ATOMIC_RELAXED))
+            shim_cgroup_create(&l->cg, l->p.memory, l->p.procs + BWRAP_TASKS);
+        rc = start_once(l, &failed);
+        shim_cgroup_joined(&l->cg);
+        if (rc == 0)
+            return 0;
+        shim_cgroup_destroy(&l->cg);
+        if (failed == SHIM_SPAWN_JOIN)
+            give_up(&no_join, "cannot join the cgroup made for it", rc);
+        else if (failed == SHIM_SPAWN_TMPFS && l->own_tmpfs)
+            give_up(&no_tmpfs,
+                    "could not start with tmpfs of its own (mounted with a "
+                    "file-count limit in a namespace of its own): /mnt/data "
+                    "and /tmp get bwrap's, with a size limit only",
+                    rc);
+        else
+            break;
+    }
     return rc;
 }
 
@@ -171,6 +229,9 @@ int shim_local_stop(struct local *l, char *err, size_t errsz)
         if (r != l->pid)
             st = -1; /* the host reaped it (SIGCHLD handler or SIG_IGN) */
     }
+    /* bwrap is gone, and with its PID 1 every process of the sandbox; the
+     * cgroup kills whatever the namespace did not take down */
+    shim_cgroup_destroy(&l->cg);
     if (err)
         read_errors(l, err, errsz);
     shim_local_close_fd(&l->errfd);

@@ -82,7 +82,8 @@ static int same_params(const struct shim_local_params *a,
            !strcmp(a->tmpdir, b->tmpdir) && a->unsafe == b->unsafe &&
            a->timeout_s == b->timeout_s && a->output_cap == b->output_cap &&
            a->memory == b->memory && a->file_size == b->file_size &&
-           a->disk == b->disk && a->procs == b->procs && a->cpu_s == b->cpu_s;
+           a->disk == b->disk && a->procs == b->procs && a->cpu_s == b->cpu_s &&
+           a->inodes == b->inodes && a->open_files == b->open_files;
 }
 
 /* Ends a spare (an orderly stop, as for any sandbox: see shim_local_stop

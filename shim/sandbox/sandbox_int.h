@@ -24,13 +24,34 @@ extern const struct shim_sandbox_ops shim_sandbox_local;
 
 /* spawn.c: starts a process like posix_spawn, as another user if asked,
  * from one long-lived thread of the host (so its parent-death signal fires
- * only when the host process ends). fds[i] becomes descriptor i in the
- * child (each fds[i] >= nfds); every other descriptor is closed; new
- * session; default signal dispositions, empty mask; cwd if not NULL; with
- * setid, no supplementary groups and uid/gid for all three ids (the
- * caller must be root). 0 or -errno (the errno of the failed step, execve's
- * included). */
+ * only when the host process ends). In the child, in this order: "0"
+ * written to each join descriptor (cgroup.procs: the child and all it
+ * starts are in those cgroups from the start), oom_score_adj if not 0;
+ * fds[i] becomes descriptor i in the child (each fds[i] >= nfds); every
+ * other descriptor is closed; new session; default signal dispositions,
+ * empty mask; cwd if not NULL; with setid, no supplementary groups and
+ * uid/gid for all three ids (the caller must be root); RLIMIT_NOFILE
+ * lowered to nofile if not 0; if ntmpfs, a mount namespace of the child's
+ * own (as root: before the credentials change; else with a user namespace
+ * of its own, its ids mapped to themselves), in which a small tmpfs is
+ * mounted on tmpfs_at (a directory that does not hold path), and each
+ * tmpfs on its dir (made below tmpfs_at) with opts (tmpfs's mount
+ * options), left open (O_PATH) at descriptor fd (>= nfds), for bwrap
+ * --bind-fd. 0 or -errno
+ * (the errno of the failed step, execve's included); *failed, if not
+ * NULL, then says which step failed. */
 #include <sys/types.h>
+struct shim_spawn_tmpfs {
+    const char *dir;
+    const char *opts;
+    int fd;
+};
+enum shim_spawn_step {
+    SHIM_SPAWN_OTHER = 0,
+    SHIM_SPAWN_JOIN,  /* joining a cgroup */
+    SHIM_SPAWN_TMPFS, /* the namespaces or mounts of the tmpfs, or the
+                         execve after them */
+};
 struct shim_spawn {
     const char *path;
     char *const *argv;
@@ -41,6 +62,14 @@ struct shim_spawn {
     int setid;
     uid_t uid;
     gid_t gid;
+    const int *join;
+    int njoin;
+    int oom_score_adj;
+    unsigned long nofile;
+    const char *tmpfs_at;
+    const struct shim_spawn_tmpfs *tmpfs;
+    int ntmpfs;
+    enum shim_spawn_step *failed;
 };
 int shim_sandbox_spawn(const struct shim_spawn *s, pid_t *pid);
 /* Runs fn(arg) on that same thread when it has no spawn to make; the

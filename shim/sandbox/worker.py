@@ -658,6 +658,13 @@ def _worker():
     # the code must not reach it) nor its autogroup (whose nice value the
     # code could raise through /proc/self/autogroup).
     os.setsid()
+    # At the sandbox's memory limit its OOM kill takes the interpreter (or
+    # what it started) before the supervisor (local_proc.c sets 500).
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     lower(resource.RLIMIT_AS, memory)
     lower(resource.RLIMIT_FSIZE, file_size)
     # SIGXCPU at the limit (the process learns why), SIGKILL 1 s later

@@ -26,7 +26,8 @@ from test_core_responses import (ENV, KEY, blocks, bodies, ci_items, curl_cmd,
 
 UNIT = [REPO / "build" / "tests" / "test_sandbox",
         REPO / "build" / "tests" / "test_sandbox_escape",
-        REPO / "build" / "tests" / "test_sandbox_spare"]
+        REPO / "build" / "tests" / "test_sandbox_spare",
+        REPO / "build" / "tests" / "test_sandbox_limits"]
 TEST_USER = "codeshim-test"
 
 

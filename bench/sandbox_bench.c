@@ -21,6 +21,7 @@
  * Prints median, interquartile range, min and max in milliseconds. Measured,
  * never asserted. */
 #include "config.h"
+#include "local_spare.h"
 #include "sandbox.h"
 
 #include <spawn.h>
@@ -99,12 +100,12 @@ static int exec1(struct shim_sandbox *sb, const char *code,
  * it and everything else finish starting. */
 static void settle(void)
 {
-    struct shim_sandbox_stats st;
+    struct shim_local_spare_stats st;
     struct timespec ts = {0, SETTLE_MS * 1000000L};
     int i;
 
     for (i = 0; i < 200; i++) {
-        shim_sandbox_stats(&st);
+        shim_local_spare_stats(&st);
         if (st.spare_pid)
             break;
         nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
@@ -127,7 +128,7 @@ int main(int argc, char **argv)
     int n = argc > 1 ? atoi(argv[1]) : 30, i, w = 0;
     double *py, *cold, *spare, *warm, *restart, *close_t;
     struct shim_config c, nospare;
-    struct shim_sandbox_stats st0, st1;
+    struct shim_local_spare_stats st0, st1;
     struct shim_sandbox *sb;
 
     if (n < 4)
@@ -151,7 +152,7 @@ int main(int argc, char **argv)
         }
         shim_sandbox_close(sb);
     }
-    shim_sandbox_stats(&st0);
+    shim_local_spare_stats(&st0);
     for (i = 0; i < n; i++) {
         double t0;
         int k;
@@ -183,7 +184,7 @@ int main(int argc, char **argv)
             return 1;
         shim_sandbox_close(sb);
     }
-    shim_sandbox_stats(&st1);
+    shim_local_spare_stats(&st1);
     printf("local sandbox, N=%d (%ld cores, %s)\n", n,
            sysconf(_SC_NPROCESSORS_ONLN),
            geteuid() == 0 ? "root" : "ordinary user");

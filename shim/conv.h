@@ -8,7 +8,7 @@
 #ifndef SHIM_CONV_H
 #define SHIM_CONV_H
 
-#include "sandbox.h"
+#include "result.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

@@ -15,7 +15,7 @@
 #ifndef SHIM_PROTO_H
 #define SHIM_PROTO_H
 
-#include "sandbox.h"
+#include "result.h"
 
 #include <cjson/cJSON.h>
 

@@ -75,20 +75,6 @@ static void params_init(struct shim_local_params *p,
     p->cpu_s = cfg->cpu_time_s > 0 ? cfg->cpu_time_s : 3600;
 }
 
-struct local *shim_local_new(const struct shim_local_params *p)
-{
-    struct local *l = calloc(1, sizeof(*l));
-
-    if (!l)
-        return NULL;
-    l->p = *p;
-    l->pid = -1;
-    l->fd = -1;
-    l->errfd = -1;
-    shim_cgroup_init(&l->cg);
-    return l;
-}
-
 static int local_create(const struct shim_config *cfg, void **state)
 {
     const char *tmpdir = cfg->tmpdir[0] ? cfg->tmpdir : "/tmp";
@@ -139,9 +125,24 @@ static void local_destroy(void *state)
     free(l);
 }
 
+/* The first execution of a sandbox that is due to have a warm spare asks
+ * for it once the execution is over, so the two never start at once. */
+static int local_exec(void *state, const char *code, size_t len,
+                      struct shim_exec_result *out)
+{
+    struct local *l = state;
+    int rc = shim_local_exec(l, code, len, out);
+
+    if (l->spare_due) {
+        l->spare_due = 0;
+        shim_local_spare_prepare(&l->p);
+    }
+    return rc;
+}
+
 const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
-    .exec = shim_local_exec,
+    .exec = local_exec,
     .destroy = local_destroy,
 };

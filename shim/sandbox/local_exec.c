@@ -4,9 +4,7 @@
  * a backstop deadline of the time limit plus GRACE_S, becomes the result:
  * status, output, images, the files in /mnt/data. A supervisor that does
  * not answer as it must ends the whole sandbox (the next execution starts
- * a new one and says so). The first execution of a sandbox that is due
- * to have a warm spare prepared after it asks for it (local_spare.c). The
- * texts are local_msg.c's. */
+ * a new one and says so). The texts are local_msg.c's. */
 #include "local_int.h"
 
 #include <cjson/cJSON.h>
@@ -176,15 +174,8 @@ static int exec_once(struct local *l, const char *code, size_t len,
     return out->logs ? 0 : -ENOMEM;
 }
 
-int shim_local_exec(void *state, const char *code, size_t len,
+int shim_local_exec(struct local *l, const char *code, size_t len,
                     struct shim_exec_result *out)
 {
-    struct local *l = state;
-    int rc = exec_once(l, code, len, out);
-
-    if (l->spare_due) { /* its start is over: the spare's may begin */
-        l->spare_due = 0;
-        shim_local_spare_prepare(&l->p);
-    }
-    return rc;
+    return exec_once(l, code, len, out);
 }

@@ -87,7 +87,7 @@ static inline void shim_local_close_fd(int *fd)
     *fd = -1;
 }
 
-/* local.c: a new instance (nothing started); NULL when out of memory. */
+/* local_proc.c: a new instance (nothing started); NULL when out of memory. */
 struct local *shim_local_new(const struct shim_local_params *p);
 
 /* local_proc.c: start() launches the sandbox (it is up once it said
@@ -130,8 +130,8 @@ int shim_local_split_reply(const struct local *l, const struct shim_buf *b,
                            struct shim_local_reply *r);
 void shim_local_reply_free(struct shim_local_reply *r);
 
-/* local_exec.c: the ops table's exec (state: a struct local). */
-int shim_local_exec(void *state, const char *code, size_t len,
+/* local_exec.c: one execution (local.c's ops table wraps it). */
+int shim_local_exec(struct local *l, const char *code, size_t len,
                     struct shim_exec_result *out);
 
 /* local_msg.c: the why of a failed start (into l->why), and the texts of

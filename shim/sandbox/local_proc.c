@@ -137,6 +137,20 @@ static void give_up(int *flag, const char *what, int rc)
         LOG_WARN("sandbox: %s (%s); started without", what, strerror(-rc));
 }
 
+struct local *shim_local_new(const struct shim_local_params *p)
+{
+    struct local *l = calloc(1, sizeof(*l));
+
+    if (!l)
+        return NULL;
+    l->p = *p;
+    l->pid = -1;
+    l->fd = -1;
+    l->errfd = -1;
+    shim_cgroup_init(&l->cg);
+    return l;
+}
+
 int shim_local_start(struct local *l)
 {
     enum shim_spawn_step failed = SHIM_SPAWN_OTHER;

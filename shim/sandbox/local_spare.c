@@ -33,6 +33,7 @@
  *   mid set-up, where bubblewrap can leave a stuck process behind. Only
  *   trylock and bounded waits: exit never hangs on codeshim. */
 #include "local_int.h"
+#include "local_spare.h"
 #include "log.h"
 
 #include <poll.h>
@@ -51,7 +52,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int state;
 static struct shim_local_params want; /* STARTING: what to start */
 static struct local *spare;           /* READY: the spare */
-static struct shim_sandbox_stats stats;
+static struct shim_local_spare_stats stats;
 
 /* A child has no spare, no job, no history. No lock is taken before the
  * fork (a thread waiting for spawn.c's thread, which may be running the
@@ -213,7 +214,7 @@ void shim_local_spare_prepare(const struct shim_local_params *p)
     }
 }
 
-void shim_sandbox_stats(struct shim_sandbox_stats *out)
+void shim_local_spare_stats(struct shim_local_spare_stats *out)
 {
     pthread_mutex_lock(&mu);
     *out = stats;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ids.h"
 #include "log.h"
+#include "sandbox.h"
 #include "sandbox_int.h"
 #include "text.h"
 
@@ -38,26 +39,6 @@ struct shim_sandbox {
 static const struct shim_sandbox_ops *const backends[] = {
     &shim_sandbox_local,
 };
-
-void shim_exec_result_free(struct shim_exec_result *r)
-{
-    size_t i;
-
-    if (!r)
-        return;
-    free(r->logs);
-    if (r->images)
-        for (i = 0; i < r->nimages; i++) {
-            free(r->images[i].mime);
-            free(r->images[i].base64);
-        }
-    free(r->images);
-    if (r->files)
-        for (i = 0; i < r->nfiles; i++)
-            free(r->files[i]);
-    free(r->files);
-    memset(r, 0, sizeof(*r));
-}
 
 int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
 {

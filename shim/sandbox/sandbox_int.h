@@ -6,7 +6,9 @@
 #ifndef SHIM_SANDBOX_INT_H
 #define SHIM_SANDBOX_INT_H
 
-#include "sandbox.h"
+#include "result.h"
+
+struct shim_config;
 
 struct shim_sandbox_ops {
     const char *name;

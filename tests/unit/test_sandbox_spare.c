@@ -5,7 +5,7 @@
  * CODESHIM_WARM_SPARE=0 or in a program that opens one sandbox only; a
  * forked child never sees its parent's; and a spare dies with the host
  * like any sandbox, even one that exits while its spare is starting. The
- * evidence is shim_sandbox_stats() and the spare's processes, never
+ * evidence is shim_local_spare_stats() and the spare's processes, never
  * timing. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "local_spare.h"
 #include "sandbox.h"
 
 #include <signal.h>
@@ -23,11 +24,11 @@
 
 #define MAX_TREE 32
 
-static struct shim_sandbox_stats stats(void)
+static struct shim_local_spare_stats stats(void)
 {
-    struct shim_sandbox_stats st;
+    struct shim_local_spare_stats st;
 
-    shim_sandbox_stats(&st);
+    shim_local_spare_stats(&st);
     return st;
 }
 
@@ -46,7 +47,7 @@ static long wait_spare(void)
     int i;
 
     for (i = 0; i < 1000; i++) {
-        struct shim_sandbox_stats st = stats();
+        struct shim_local_spare_stats st = stats();
         if (st.spare_pid)
             return st.spare_pid;
         usleep(10 * 1000);
@@ -144,7 +145,7 @@ static int process_tree(long pid, long *tree)
 static void test_spare_used(void **state)
 {
     struct shim_config c;
-    struct shim_sandbox_stats before, after;
+    struct shim_local_spare_stats before, after;
     struct shim_sandbox *sb;
     long pid, next;
 
@@ -212,7 +213,7 @@ static void test_spare_fresh(void **state)
 static void test_spare_settings(void **state)
 {
     struct shim_config c, other;
-    struct shim_sandbox_stats before, after;
+    struct shim_local_spare_stats before, after;
     struct shim_sandbox *sb;
     long pid;
 
@@ -237,7 +238,7 @@ static void test_spare_settings(void **state)
 static void test_spare_disabled(void **state)
 {
     struct shim_config c;
-    struct shim_sandbox_stats before, after;
+    struct shim_local_spare_stats before, after;
     long pid;
     int i;
 
@@ -299,23 +300,23 @@ static int cycle(const struct shim_config *c)
 static void child_main(const struct shim_config *c, int fd)
 {
     struct child_report rep;
-    struct shim_sandbox_stats st;
+    struct shim_local_spare_stats st;
     long pid = 0;
     int i;
 
     alarm(60); /* never outlives a parent that failed to end it */
     memset(&rep, 0, sizeof(rep));
-    shim_sandbox_stats(&st);
+    shim_local_spare_stats(&st);
     rep.fresh = !st.opened && !st.spare_pid && !st.spare_starting &&
                 !st.spares_started;
     rep.single = cycle(c) == 0;
     settle();
-    shim_sandbox_stats(&st);
+    shim_local_spare_stats(&st);
     rep.single = rep.single && st.opened == 1 && !st.spares_started &&
                  !st.spare_pid && !st.spare_starting;
     rep.second = cycle(c) == 0 && (pid = wait_spare()) > 0;
     rep.third = rep.second && cycle(c) == 0;
-    shim_sandbox_stats(&st);
+    shim_local_spare_stats(&st);
     rep.third = rep.third && st.spares_taken == 1 && !alive(pid);
     pid = wait_spare();
     /* up: bwrap, the supervisor and the worker (polled, at most 10 s) */

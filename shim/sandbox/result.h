@@ -1,0 +1,40 @@
+/* result.h - what one execution gave: the value the sandbox backends
+ * produce, the session channel carries (proto.c) and the loop and the
+ * adapters read (conv.h). Below all of them, so none depends on the
+ * sandbox to hold a result. Fields are owned by the result and released
+ * by shim_exec_result_free. */
+#ifndef SHIM_RESULT_H
+#define SHIM_RESULT_H
+
+#include <stddef.h>
+
+enum shim_exec_status {
+    SHIM_EXEC_OK = 0,      /* ran to the end */
+    SHIM_EXEC_ERROR = 1,   /* the code raised; logs hold the traceback */
+    SHIM_EXEC_TIMEOUT = 2, /* wall-clock limit hit; interpreter restarted */
+    SHIM_EXEC_FAILED = 3,  /* the sandbox itself failed; logs say why */
+};
+
+struct shim_exec_image {
+    char *mime;   /* "image/png" */
+    char *base64; /* payload, no data: prefix */
+};
+
+struct shim_exec_result {
+    enum shim_exec_status status;
+    char *logs; /* NUL-terminated text for the model and outputs[].logs,
+                   already capped (with a visible truncation note) */
+    size_t logs_len;
+    struct shim_exec_image *images;
+    size_t nimages;
+    char **files; /* names of files in the working directory after the run
+                     (relative to it, sorted; regular files only) */
+    size_t nfiles;
+    int files_changed; /* the listing (names, sizes or times) differs from
+                          the one after the previous execution */
+    double seconds; /* wall-clock duration of the execution */
+};
+
+void shim_exec_result_free(struct shim_exec_result *r);
+
+#endif

@@ -34,7 +34,7 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
              $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
                $(wildcard tests/integration/progs/lib/*.c))
 
-.PHONY: all deps demo test unit integration exports examples bench install clean
+.PHONY: all deps print-libs demo test unit integration exports layers examples bench install clean
 SESSIOND := $(BUILD)/codeshim-sessiond
 
 all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
@@ -80,19 +80,29 @@ $(BUILD)/testprogs/%: tests/integration/progs/%.c
 deps:
 	@scripts/deps.sh
 
+# The libraries a program built from libcodeshim_core.a links (for tests
+# that build a variant of one).
+print-libs:
+	@echo $(LIBS)
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers unit exports integration fuzz-short asan
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 exports: $(BUILD)/libcodeshim.so
 	@tests/tools/check_exports.sh $(BUILD)/libcodeshim.so
+
+# The layer table in doc/ARCHITECTURE.md, enforced on the objects (nm) and
+# the includes: no call or include upwards, no two files in a circle.
+layers: $(SHIM_OBJ)
+	@$(PYTHON) tests/tools/check_layers.py doc/ARCHITECTURE.md $(BUILD)/obj .
 
 integration: all $(TESTPROGS)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration

@@ -253,3 +253,38 @@ long long shim_json_int(const cJSON *obj, const char *key)
         return -9200000000000000000LL;
     return (long long)d;
 }
+
+/* Whether the JSON text p[0..n) makes at most max_values values nested at
+ * most max_depth deep, counted on the text in one pass: outside strings,
+ * one value, plus at most one more per ',' '[' and '{'. (Whether it is
+ * JSON at all is cJSON's to say.) */
+int shim_json_fits(const char *p, size_t n, size_t max_values, int max_depth)
+{
+    size_t i, values = 1;
+    int depth = 0, in_str = 0;
+
+    for (i = 0; i < n; i++) {
+        char c = p[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+            continue;
+        }
+        if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                return 0;
+            values++;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        } else if (c == ',') {
+            values++;
+        }
+        if (values > max_values)
+            return 0;
+    }
+    return 1;
+}

@@ -44,4 +44,10 @@ void shim_json_set(cJSON *obj, const char *key, cJSON *val);
 /* Integer member (0 when absent or not a number; clamped to +-9.2e18). */
 long long shim_json_int(const cJSON *obj, const char *key);
 
+/* Whether the JSON text p[0..n) makes at most max_values values nested at
+ * most max_depth deep, counted on the text in one linear pass before any
+ * cJSON tree is built (whether it is JSON at all is the parser's to say):
+ * a frame from an untrusted peer is measured before it costs memory. */
+int shim_json_fits(const char *p, size_t n, size_t max_values, int max_depth);
+
 #endif

@@ -1,9 +1,10 @@
-/* proto.c - see proto.h. Framing with deadlines, the shape check done
- * before parsing, and exec results to JSON (cut to fit a frame) and back
+/* proto.c - see proto.h. Messages as frame.h frames, the shape check
+ * done before parsing, and exec results to JSON (cut to fit a frame) and back
  * (checked for a result's shape). */
 #include "proto.h"
 
 #include "clock.h"
+#include "frame.h"
 #include "json.h"
 #include "text.h"
 
@@ -19,62 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
-static int wait_fd(int fd, short ev, long long deadline)
-{
-    for (;;) {
-        struct pollfd p = {fd, ev, 0};
-        long long left = deadline - shim_clock_ms();
-        int rc;
-        if (left <= 0)
-            return -ETIMEDOUT;
-        rc = poll(&p, 1, left > 60000 ? 60000 : (int)left);
-        if (rc > 0)
-            return 0;
-        if (rc < 0 && errno != EINTR)
-            return -errno;
-    }
-}
-
-static int write_all(int fd, const char *p, size_t n, long long deadline)
-{
-    while (n) {
-        ssize_t k;
-        int rc = wait_fd(fd, POLLOUT, deadline);
-        if (rc)
-            return rc;
-        k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return -EPIPE;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int read_all(int fd, char *p, size_t n, long long deadline)
-{
-    while (n) {
-        ssize_t k;
-        int rc = wait_fd(fd, POLLIN, deadline);
-        if (rc)
-            return rc;
-        k = recv(fd, p, n, MSG_DONTWAIT);
-        if (k == 0)
-            return -EPIPE;
-        if (k < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return -EPIPE;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 int shim_proto_socket(const char *dir, int listening)
 {
@@ -111,99 +56,41 @@ int shim_proto_socket(const char *dir, int listening)
 int shim_proto_send(int fd, const cJSON *msg, int timeout_ms)
 {
     char *s = cJSON_PrintUnformatted(msg);
-    unsigned char hdr[4];
-    long long deadline = shim_clock_ms() + timeout_ms;
     size_t n;
     int rc;
 
     if (!s)
         return -ENOMEM;
     n = strlen(s);
-    if (n > SHIM_PROTO_MAX) {
-        free(s);
-        return -E2BIG;
-    }
-    hdr[0] = (unsigned char)(n >> 24);
-    hdr[1] = (unsigned char)(n >> 16);
-    hdr[2] = (unsigned char)(n >> 8);
-    hdr[3] = (unsigned char)n;
-    rc = write_all(fd, (const char *)hdr, 4, deadline);
-    if (!rc)
-        rc = write_all(fd, s, n, deadline);
+    rc = n > SHIM_PROTO_MAX ? -E2BIG
+                            : shim_frame_send(fd, s, n, NULL, 0, shim_clock_ms() + timeout_ms);
     free(s);
     return rc;
 }
 
 int shim_proto_recv(int fd, cJSON **out, int timeout_ms)
 {
-    unsigned char hdr[4];
-    long long deadline = shim_clock_ms() + timeout_ms;
-    uint32_t n;
-    char *buf;
-    int rc;
+    struct shim_buf b;
+    int rc = shim_frame_recv(fd, &b, SHIM_PROTO_MAX, shim_clock_ms() + timeout_ms);
 
     *out = NULL;
-    rc = read_all(fd, (char *)hdr, 4, deadline);
-    if (rc)
-        return rc;
-    n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
-    if (n == 0 || n > SHIM_PROTO_MAX)
-        return -EPROTO;
-    buf = malloc(n);
-    if (!buf)
-        return -ENOMEM;
-    rc = read_all(fd, buf, n, deadline);
     if (!rc)
-        rc = shim_proto_check_shape(buf, n);
+        rc = shim_proto_check_shape(b.data, b.len);
     if (!rc) {
-        *out = shim_json_parse(buf, n);
+        *out = shim_json_parse(b.data, b.len);
         if (!cJSON_IsObject(*out)) {
             cJSON_Delete(*out);
             *out = NULL;
             rc = -EPROTO;
         }
     }
-    free(buf);
+    shim_buf_free(&b);
     return rc;
 }
 
 int shim_proto_check_shape(const char *p, size_t n)
 {
-    size_t i, nodes = 1;
-    int depth = 0, in_str = 0;
-
-    for (i = 0; i < n; i++) {
-        if (in_str) {
-            if (p[i] == '\\')
-                i++;
-            else if (p[i] == '"')
-                in_str = 0;
-            continue;
-        }
-        switch (p[i]) {
-        case '"':
-            in_str = 1;
-            break;
-        case '{':
-        case '[':
-            if (++depth > SHIM_PROTO_MAX_DEPTH)
-                return -EPROTO;
-            nodes++;
-            break;
-        case '}':
-        case ']':
-            depth--;
-            break;
-        case ',': /* every value after a container's first one */
-            nodes++;
-            break;
-        default:
-            break;
-        }
-        if (nodes > SHIM_PROTO_MAX_NODES)
-            return -EPROTO;
-    }
-    return 0;
+    return shim_json_fits(p, n, SHIM_PROTO_MAX_NODES, SHIM_PROTO_MAX_DEPTH) ? 0 : -EPROTO;
 }
 
 /* ---------------- results to JSON, cut to fit ---------------- */

@@ -33,7 +33,9 @@
 /* 0, or -errno (-ETIMEDOUT after timeout_ms, -EPIPE on a closed peer,
  * -E2BIG for a message larger than a frame). */
 int shim_proto_send(int fd, const cJSON *msg, int timeout_ms);
-/* Reads one frame into *out (caller owns). 0, -ETIMEDOUT, -EPIPE, -EPROTO. */
+/* Reads one frame into *out (caller owns). 0, or frame.h's errors
+ * (-ETIMEDOUT, -ECONNRESET on a closed peer, -EPROTO, ...); -EPROTO also
+ * for a frame of the wrong shape or not a JSON object. */
 int shim_proto_recv(int fd, cJSON **out, int timeout_ms);
 /* 0 when the n bytes at p stay within the depth and node bounds above
  * (strings are skipped; the JSON itself is not validated), else -EPROTO. */

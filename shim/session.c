@@ -478,7 +478,7 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     if (fd < 0)
         return fd;
     rc = greeting(b, fd, timeout);
-    if (rc != -EPIPE) /* closed before its greeting: the supervisor was ending */
+    if (rc != -ECONNRESET) /* closed before its greeting: the supervisor was ending */
         *stage = NOT_SENT;
     if (rc == 0) {
         msg = cJSON_CreateObject();

@@ -92,9 +92,11 @@ def small_frame_sessiond(tmp_path_factory):
     core = REPO / "build" / "libcodeshim_core.a"
     if not core.exists():
         pytest.fail("%s is missing: run `make` first" % core)
+    libs = subprocess.run(["make", "-s", "--no-print-directory", "print-libs"], cwd=REPO,
+                          check=True, capture_output=True, text=True).stdout.split()
     subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Ishim", "-Ishim/sandbox",
                     "-DSHIM_PROTO_MAX=(1u<<20)", "sessiond/sessiond.c", "shim/proto.c",
-                    str(core), "-lcjson", "-lpthread", "-ldl", "-lseccomp", "-o", str(out)],
+                    str(core)] + libs + ["-o", str(out)],
                    cwd=REPO, check=True)
     return out
 

@@ -1,0 +1,127 @@
+/* frame.c - see frame.h. */
+#include "frame.h"
+
+#include "clock.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#define CHUNK 16384 /* read in pieces: the program's thread stack may be small */
+
+/* Waits for events on fd until deadline: 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        int64_t left = deadline - shim_clock_ms();
+        int n;
+
+        if (left <= 0)
+            return -ETIMEDOUT;
+        n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n > 0)
+            return 0; /* ready, HUP or ERR: the I/O call says which */
+        if (n < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+int shim_frame_write_all(int fd, const void *buf, size_t n, int64_t deadline)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        int rc;
+
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if ((rc = wait_fd(fd, POLLOUT, deadline)) != 0)
+                return rc;
+        } else if (w < 0 && errno != EINTR) {
+            return errno == ECONNRESET ? -EPIPE : -errno;
+        }
+    }
+    return 0;
+}
+
+int shim_frame_read_all(int fd, void *buf, size_t n, int64_t deadline)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+        int rc;
+
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+        } else if (r == 0) {
+            return -ECONNRESET;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if ((rc = wait_fd(fd, POLLIN, deadline)) != 0)
+                return rc;
+        } else if (errno != EINTR) {
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+uint32_t shim_frame_get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void shim_frame_put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+int shim_frame_send(int fd, const void *head, size_t hn, const void *body, size_t bn,
+                    int64_t deadline)
+{
+    unsigned char len[4];
+    int rc;
+
+    if (hn > UINT32_MAX || bn > UINT32_MAX - hn)
+        return -E2BIG;
+    shim_frame_put32(len, (uint32_t)(hn + bn));
+    rc = shim_frame_write_all(fd, len, sizeof(len), deadline);
+    if (rc == 0 && hn)
+        rc = shim_frame_write_all(fd, head, hn, deadline);
+    if (rc == 0 && bn)
+        rc = shim_frame_write_all(fd, body, bn, deadline);
+    return rc;
+}
+
+int shim_frame_recv(int fd, struct shim_buf *b, size_t max, int64_t deadline)
+{
+    unsigned char len[4];
+    char chunk[CHUNK];
+    size_t n;
+    int rc;
+
+    shim_buf_init(b, 0);
+    if ((rc = shim_frame_read_all(fd, len, sizeof(len), deadline)) != 0)
+        return rc;
+    n = shim_frame_get32(len);
+    if (n == 0 || n > max)
+        return -EPROTO;
+    shim_buf_init(b, n);
+    while (n > 0) {
+        size_t k = n < sizeof(chunk) ? n : sizeof(chunk);
+        if ((rc = shim_frame_read_all(fd, chunk, k, deadline)) != 0 ||
+            (rc = shim_buf_add(b, chunk, k)) != 0)
+            return rc;
+        n -= k;
+    }
+    return 0;
+}

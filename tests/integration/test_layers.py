@@ -1,0 +1,62 @@
+"""The layer check (tests/tools/check_layers.py, `make layers`) passes on
+the library as it is and fails for each kind of violation it exists to
+catch: a call or include upwards, a circle, a file missing from the
+table."""
+
+import re
+import subprocess
+
+from conftest import PYTHON, REPO
+
+CHECK = REPO / "tests" / "tools" / "check_layers.py"
+TABLE = REPO / "doc" / "ARCHITECTURE.md"
+
+
+def check(table_text, tmp_path):
+    t = tmp_path / "ARCH.md"
+    t.write_text(table_text)
+    p = subprocess.run([PYTHON, str(CHECK), str(t), str(REPO / "build" / "obj"), str(REPO)],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_the_library_keeps_its_layers(tmp_path):
+    rc, out = check(TABLE.read_text(), tmp_path)
+    assert rc == 0, out
+    assert "layers: ok" in out
+
+
+def test_an_upward_call_fails(tmp_path):
+    # loop.c demoted to the base layer: every engine it calls is above it
+    text = TABLE.read_text().replace("`shim/loop.c` ", "")
+    text = text.replace("| 0 | base | ", "| 0 | base | `shim/loop.c` ")
+    rc, out = check(text, tmp_path)
+    assert rc == 1
+    assert re.search(r"shim/loop\.c \(layer 0 base\) calls shim/\S+ \(layer \d", out), out
+    assert re.search(r"shim/loop\.c \(layer 0 base\) includes", out), out
+
+
+def test_a_file_missing_from_the_table_fails(tmp_path):
+    text = TABLE.read_text().replace("`shim/text.c` ", "")
+    rc, out = check(text, tmp_path)
+    assert rc == 1 and "shim/text.c: not in the layer table" in out, out
+
+
+def test_a_circle_fails(tmp_path):
+    # A circle inside one layer is not an upward arrow; it must still fail.
+    # The real tree has none, so make one: a fake object graph.
+    src = tmp_path / "src" / "shim"
+    obj = tmp_path / "obj" / "shim"
+    src.mkdir(parents=True)
+    obj.mkdir(parents=True)
+    (src / "a.c").write_text("void shim_b_f(void);\nvoid shim_a_f(void) { shim_b_f(); }\n")
+    (src / "b.c").write_text("void shim_a_f(void);\nvoid shim_b_f(void) { shim_a_f(); }\n")
+    for n in ("a", "b"):
+        subprocess.run(["cc", "-c", str(src / (n + ".c")), "-o", str(obj / (n + ".o"))],
+                       check=True)
+    t = tmp_path / "ARCH.md"
+    t.write_text("| layer | name | files |\n|---|---|---|\n| 0 | base | `shim/a.c` `shim/b.c` |\n")
+    p = subprocess.run([PYTHON, str(CHECK), str(t), str(tmp_path / "obj"), str(tmp_path / "src")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "circle (calls): shim/a.c <-> shim/b.c" in p.stdout, p.stdout

@@ -22,6 +22,7 @@
 #include "proto.h"
 #include "sandbox.h"
 #include "session.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,18 +51,14 @@ static long long now_s(void)
 }
 
 
+/* The session's small files (container id, pid), written atomically: a
+ * library reading them at the same moment sees the old text or the new. */
 static void write_file(const char *dir, const char *name, const char *text)
 {
-    char p[4200];
-    int fd;
+    char p[SHIM_PATH_MAX + 16];
 
-    snprintf(p, sizeof(p), "%s/%s", dir, name);
-    fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return;
-    if (write(fd, text, strlen(text)) < 0)
-        LOG_WARN("cannot write %s", p);
-    close(fd);
+    if (shim_store_join(p, sizeof(p), dir, name) < 0 || shim_store_write(p, text) < 0)
+        LOG_WARN("cannot write %s/%s", dir, name);
 }
 
 /* Answer fields every frame carries. */

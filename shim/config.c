@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "real.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -248,11 +249,26 @@ static void keep_warning(const char *msg, void *ctx)
         snprintf(g_warnings[g_nwarnings++], sizeof(g_warnings[0]), "%s", msg);
 }
 
+/* The supervisor next to the library's real path (real.c knows where the
+ * library was loaded from), when CODESHIM_SESSIOND does not say; left
+ * empty when that is unknown, and sessions are refused. */
+static void default_sessiond(struct shim_config *c)
+{
+    char dir[SHIM_PATH_MAX];
+
+    if (c->sessiond[0])
+        return;
+    shim_real_self_dir(dir, sizeof(dir));
+    if (dir[0] == '/' && strlen(dir) + sizeof("/codeshim-sessiond") <= sizeof(c->sessiond))
+        snprintf(c->sessiond, sizeof(c->sessiond), "%s/codeshim-sessiond", dir);
+}
+
 static void load(void)
 {
     int i;
 
     shim_config_parse(&g_config, real_env, keep_warning, NULL);
+    default_sessiond(&g_config);
     shim_log_setup(g_config.log_level, g_config.log_file);
     for (i = 0; i < g_nwarnings; i++)
         LOG_WARN("%s", g_warnings[i]);

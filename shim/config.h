@@ -32,8 +32,9 @@ struct shim_config {
     char runtime_dir[SHIM_PATH_MAX]; /* session store (see store.h) */
     int runtime_dir_default;       /* not chosen by the user: store.c may
                                       move to a private sibling */
-    char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND: supervisor path,
-                                      absolute ("" = next to the library) */
+    char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND, absolute; by
+                                      default the one next to the library's
+                                      real path ("" when that is unknown) */
     /* The local sandbox (shim/sandbox/local.c). Sizes in bytes. */
     unsigned long long memory_limit;    /* CODESHIM_MEMORY: per process */
     int procs_limit;                    /* CODESHIM_PROCS: tasks */

@@ -10,7 +10,6 @@
 #include "json.h"
 #include "log.h"
 #include "proto.h"
-#include "real.h"
 #include "sha256.h"
 #include "store.h"
 
@@ -164,23 +163,17 @@ static void close_session(const char *dir, int timeout_ms)
 
 /* ---------------- starting a supervisor ---------------- */
 
-/* CODESHIM_SESSIOND (absolute: config.c), else the file next to the
- * library's real path; never anything relative to the current directory. */
+/* CODESHIM_SESSIOND, or the file next to the library's real path (both
+ * absolute: config.c); never anything relative to the current directory. */
 static int sessiond_path(const struct shim_config *cfg, char *out, size_t n)
 {
-    char dir[SHIM_PATH_MAX];
-
-    if (cfg->sessiond[0]) {
-        snprintf(out, n, "%s", cfg->sessiond);
-        return 0;
-    }
-    shim_real_self_dir(dir, sizeof(dir));
-    if (dir[0] != '/') {
+    if (!cfg->sessiond[0]) {
         LOG_ERR("cannot tell where libcodeshim was loaded from; set CODESHIM_SESSIOND "
                 "to the absolute path of codeshim-sessiond");
         return -ENOENT;
     }
-    return shim_store_join(out, n, dir, "codeshim-sessiond");
+    snprintf(out, n, "%s", cfg->sessiond);
+    return 0;
 }
 
 /* Starts codeshim-sessiond for dir; it daemonises and its first process

@@ -250,7 +250,6 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->errorbuffer = v.p;
         break;
     default:
-        shim_identity_option(&e->creds, opt, v.p);
         break;
     }
 }
@@ -274,17 +273,22 @@ static int interesting(CURLoption opt)
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
+    struct shim_cred_update cred = {0};
     struct entry *e;
 
     if (!h || !interesting(opt))
         return;
+    if (shim_identity_is_option(opt)) /* hashed before the lock, not under it */
+        shim_identity_digest(&cred, opt, v.p);
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
     e = find(h);
     if (!e && create)
         e = insert(h, f);
-    if (e)
+    if (e) {
         apply(e, opt, v);
+        shim_identity_apply(&e->creds, &cred);
+    }
     pthread_mutex_unlock(&lock);
 }
 

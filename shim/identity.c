@@ -100,35 +100,54 @@ int shim_identity_is_option(CURLoption opt)
 }
 
 /* An empty value is no credential. */
-static void set_slot(struct shim_creds *c, int slot, const void *p, size_t n)
+static void set_slot(struct shim_cred_update *u, int slot, const void *p, size_t n)
 {
+    u->slot[u->n] = slot;
     if (p && n)
-        key_hash(p, n, c->d[slot]);
+        key_hash(p, n, u->d[u->n]);
     else
-        c->d[slot][0] = '\0';
+        u->d[u->n][0] = '\0';
+    u->n++;
 }
 
-void shim_identity_option(struct shim_creds *c, CURLoption opt, const void *arg)
+void shim_identity_digest(struct shim_cred_update *u, CURLoption opt, const void *arg)
 {
     int i = option_index(opt);
     const char *s = arg, *colon;
 
+    u->n = 0;
     if (i < 0)
         return;
     if (options[i].blob) {
         const struct curl_blob *b = arg;
-        set_slot(c, options[i].slot, b ? b->data : NULL, b ? b->len : 0);
+        set_slot(u, options[i].slot, b ? b->data : NULL, b ? b->len : 0);
         return;
     }
     if (options[i].second < 0) {
-        set_slot(c, options[i].slot, s, s ? strlen(s) : 0);
+        set_slot(u, options[i].slot, s, s ? strlen(s) : 0);
         return;
     }
     /* libcurl splits "user:password" at the first ':'; no ':' sets the
      * user and clears the password; NULL clears both. */
     colon = s ? strchr(s, ':') : NULL;
-    set_slot(c, options[i].slot, s, s ? (colon ? (size_t)(colon - s) : strlen(s)) : 0);
-    set_slot(c, options[i].second, colon ? colon + 1 : NULL, colon ? strlen(colon + 1) : 0);
+    set_slot(u, options[i].slot, s, s ? (colon ? (size_t)(colon - s) : strlen(s)) : 0);
+    set_slot(u, options[i].second, colon ? colon + 1 : NULL, colon ? strlen(colon + 1) : 0);
+}
+
+void shim_identity_apply(struct shim_creds *c, const struct shim_cred_update *u)
+{
+    int i;
+
+    for (i = 0; i < u->n; i++)
+        memcpy(c->d[u->slot[i]], u->d[i], SHIM_IDENTITY_SIZE);
+}
+
+void shim_identity_option(struct shim_creds *c, CURLoption opt, const void *arg)
+{
+    struct shim_cred_update u;
+
+    shim_identity_digest(&u, opt, arg);
+    shim_identity_apply(c, &u);
 }
 
 /* ---------------- what looks like a credential ---------------- */

@@ -47,8 +47,18 @@ void shim_identity_key(const char *api_key, char out[SHIM_IDENTITY_SIZE]);
 
 /* 1 when opt carries a credential (handles.c records it), else 0. */
 int shim_identity_is_option(CURLoption opt);
-/* Records option opt set to arg (a string, or a struct curl_blob * for
- * the _BLOB options; NULL clears) into c as digests. */
+/* What setting option opt to arg (a string, or a struct curl_blob * for
+ * the _BLOB options; NULL clears) changes in a shim_creds: the digests of
+ * at most two slots (USERPWD sets user and password). Computed apart from
+ * applying it, so handles.c hashes outside its table lock. */
+struct shim_cred_update {
+    int n;
+    int slot[2];
+    char d[2][SHIM_IDENTITY_SIZE];
+};
+void shim_identity_digest(struct shim_cred_update *u, CURLoption opt, const void *arg);
+void shim_identity_apply(struct shim_creds *c, const struct shim_cred_update *u);
+/* Both at once: records opt set to arg into c as digests. */
 void shim_identity_option(struct shim_creds *c, CURLoption opt, const void *arg);
 
 /* 1 when a header or query parameter called name (n bytes, any case) looks

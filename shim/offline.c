@@ -1,6 +1,7 @@
 /* offline.c - see offline.h. */
 #include "offline.h"
 
+#include "conv.h"
 #include "ids.h"
 #include "json.h"
 
@@ -9,20 +10,39 @@
 #include <string.h>
 #include <time.h>
 
-/* The function tool with a "code" parameter (codeshim's). */
+/* 1 when t is exactly the tool conv.c makes for codeshim under name. */
+static int is_codeshim_tool(const cJSON *t, const char *name, int chat)
+{
+    cJSON *mine = name ? shim_conv_code_tool(name, chat) : NULL;
+    int same = mine && cJSON_Compare(t, mine, 1);
+
+    cJSON_Delete(mine);
+    return same;
+}
+
+/* The name of codeshim's tool: a program tool may take a "code"
+ * parameter too, so the exact copy of codeshim's wins; else the first
+ * function tool with a "code" parameter. */
 static const char *code_tool(const cJSON *req, enum shim_api api)
 {
     const cJSON *t;
+    const char *first = NULL;
+    int chat = api == SHIM_API_CHAT;
 
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(req, "tools"))
     {
-        const cJSON *fn = api == SHIM_API_CHAT ? cJSON_GetObjectItemCaseSensitive(t, "function") : t;
+        const cJSON *fn = chat ? cJSON_GetObjectItemCaseSensitive(t, "function") : t;
         const cJSON *props = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(fn, "parameters"), "properties");
-        if (cJSON_GetObjectItemCaseSensitive(props, "code"))
-            return shim_json_str(fn, "name");
+        const char *name = shim_json_str(fn, "name");
+        if (!cJSON_GetObjectItemCaseSensitive(props, "code"))
+            continue;
+        if (is_codeshim_tool(t, name, chat))
+            return name;
+        if (!first)
+            first = name;
     }
-    return NULL;
+    return first;
 }
 
 /* Text of a message's content: a string or an array of text parts. */

@@ -82,6 +82,20 @@ def test_offline_chat_runs_code():
     assert resp["choices"][0]["finish_reason"] == "stop"
 
 
+def test_offline_calls_codeshim_tool_next_to_a_program_code_tool():
+    """A program tool that also takes "code", listed first, is not the one
+    the offline model calls: the blocks run in the sandbox."""
+    body = responses_body(TWO_BLOCKS)
+    body["tools"].insert(0, {"type": "function", "name": "eval_js", "parameters": {
+        "type": "object", "properties": {"code": {"type": "string"}}}})
+    rc, out, err = curl(dead_url() + "/responses", body, {"CODESHIM_OFFLINE": "1"})
+    assert rc == 0, err
+    resp = json.loads(out)
+    assert [o["type"] for o in resp["output"]] == [
+        "code_interpreter_call", "code_interpreter_call", "message"]
+    assert logs_of(resp) == ["set\n", "42\n"]
+
+
 def test_offline_responses_stream():
     rc, out, err = curl(dead_url() + "/responses", responses_body(TWO_BLOCKS, True),
                         {"CODESHIM_OFFLINE": "1"}, stream=True)

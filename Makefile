@@ -27,6 +27,9 @@ CORE_OBJ := $(filter-out $(BUILD)/obj/shim/preload.o,$(SHIM_OBJ))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+# Suites that start real sandboxes (bubblewrap, Python): not unit tests.
+SANDBOX_SRC := $(wildcard tests/sandbox/test_*.c)
+SANDBOX_BIN := $(patsubst tests/sandbox/%.c,$(BUILD)/sandbox-tests/%,$(SANDBOX_SRC))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 # Small libcurl programs the integration tests drive (odd delivery cases).
 TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
@@ -34,7 +37,7 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
              $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
                $(wildcard tests/integration/progs/lib/*.c))
 
-.PHONY: all deps print-libs demo test unit integration exports layers examples bench install clean
+.PHONY: all deps print-libs demo test unit sandbox integration exports layers examples bench install clean
 SESSIOND := $(BUILD)/codeshim-sessiond
 
 all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
@@ -57,6 +60,11 @@ $(BUILD)/libcodeshim_core.a: $(CORE_OBJ)
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+
+$(BUILD)/sandbox-tests/%: tests/sandbox/%.c tests/sandbox/test_sandbox_util.h $(BUILD)/libcodeshim_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
 	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
 
 # The session supervisor is a program of its own built from the library's
@@ -91,10 +99,13 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory layers unit exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers unit sandbox exports integration fuzz-short asan
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+sandbox: $(SANDBOX_BIN)
+	@set -e; for t in $(SANDBOX_BIN); do echo "== $$t"; $$t; done
 
 exports: $(BUILD)/libcodeshim.so
 	@tests/tools/check_exports.sh $(BUILD)/libcodeshim.so
@@ -104,7 +115,7 @@ exports: $(BUILD)/libcodeshim.so
 layers: $(SHIM_OBJ)
 	@$(PYTHON) tests/tools/check_layers.py doc/ARCHITECTURE.md $(BUILD)/obj .
 
-integration: all $(TESTPROGS)
+integration: all $(TESTPROGS) $(SANDBOX_BIN)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
 $(BUILD)/bench/%: bench/%.c

@@ -24,7 +24,8 @@ ASAN_SRC := $(filter-out shim/preload.c,$(SHIM_SRC))
 ASAN_OBJ := $(patsubst %.c,$(ASAN_DIR)/obj/%.o,$(ASAN_SRC)) \
             $(patsubst $(BUILD)/gen/%.c,$(ASAN_DIR)/gen/%.o,$(GEN_SRC))
 ASAN_LIB := $(ASAN_DIR)/libcodeshim_core.a
-ASAN_UNIT_BIN := $(patsubst tests/unit/%.c,$(ASAN_DIR)/tests/%,$(UNIT_SRC))
+ASAN_UNIT_BIN := $(patsubst tests/unit/%.c,$(ASAN_DIR)/tests/%,$(UNIT_SRC)) \
+                 $(patsubst tests/sandbox/%.c,$(ASAN_DIR)/sandbox-tests/%,$(SANDBOX_SRC))
 
 .PHONY: asan fuzz fuzz-short fuzz-replay fuzz-build clean-asan clean-fuzz
 
@@ -44,6 +45,11 @@ $(ASAN_LIB): $(ASAN_OBJ)
 $(ASAN_DIR)/tests/%: tests/unit/%.c $(ASAN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
+	  $(ASAN_LIB) -lcmocka $(LIBS)
+
+$(ASAN_DIR)/sandbox-tests/%: tests/sandbox/%.c tests/sandbox/test_sandbox_util.h $(ASAN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
 	  $(ASAN_LIB) -lcmocka $(LIBS)
 
 # Every binary runs (a failure does not hide the next ones), each under a

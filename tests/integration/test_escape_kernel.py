@@ -11,7 +11,7 @@ the sandbox to sit idle between executions (a session).
   interpreter's reply, and code that resumes itself is killed and the
   model told.
 
-The exhaustive attacks are in tests/unit/test_sandbox_escape.c."""
+The exhaustive attacks are in tests/sandbox/test_sandbox_escape.c."""
 
 import time
 

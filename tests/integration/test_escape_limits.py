@@ -10,7 +10,7 @@ by the next start, and `codeshim --check` reports what holds.
 The memory attacks need the sandbox's cgroup (root here: the cgroup v1
 memory and pids controllers are writable); where `codeshim --check` says
 there is none they are skipped, as that is the documented fallback (per
-process limits only; tests/unit/test_sandbox_limits.c checks it as an
+process limits only; tests/sandbox/test_sandbox_limits.c checks it as an
 ordinary user). Each attack stops by itself at a few times the limit."""
 
 import glob

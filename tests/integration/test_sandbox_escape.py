@@ -3,7 +3,7 @@ the Responses loop of a real program (the curl CLI under codeshim, against
 the model-mode fake upstream), plus the sandbox unit suites run again as an
 ordinary user (CI runs as root).
 
-The exhaustive attacks are in tests/unit/test_sandbox_escape.c (they drive
+The exhaustive attacks are in tests/sandbox/test_sandbox_escape.c (they drive
 the sandbox directly, which is faster); here each kind that matters to a
 program is checked the way a program meets it."""
 
@@ -24,10 +24,10 @@ import schema_check
 from test_core_responses import (ENV, KEY, blocks, bodies, ci_items, curl_cmd,
                                  final_text, logs_of, ours, outputs_sent, req)
 
-UNIT = [REPO / "build" / "tests" / "test_sandbox",
-        REPO / "build" / "tests" / "test_sandbox_escape",
-        REPO / "build" / "tests" / "test_sandbox_spare",
-        REPO / "build" / "tests" / "test_sandbox_limits"]
+UNIT = [REPO / "build" / "sandbox-tests" / "test_sandbox",
+        REPO / "build" / "sandbox-tests" / "test_sandbox_escape",
+        REPO / "build" / "sandbox-tests" / "test_sandbox_spare",
+        REPO / "build" / "sandbox-tests" / "test_sandbox_limits"]
 TEST_USER = "codeshim-test"
 
 

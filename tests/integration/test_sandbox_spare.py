@@ -3,7 +3,7 @@ requests (curl --next), each of which runs code; from the third on, the
 sandbox comes from a spare started in advance (the debug log says so).
 Every request still gets a fresh sandbox, and when the program ends no
 sandbox process is left, the spare's included. CODESHIM_WARM_SPARE=0
-turns it off. The unit suite tests/unit/test_sandbox_spare.c covers the
+turns it off. The unit suite tests/sandbox/test_sandbox_spare.c covers the
 rest (settings, fork, kill -9)."""
 
 import json

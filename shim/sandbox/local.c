@@ -79,7 +79,7 @@ static int local_create(const struct shim_config *cfg, void **state)
 {
     const char *tmpdir = cfg->tmpdir[0] ? cfg->tmpdir : "/tmp";
     struct shim_local_params p;
-    struct local *l;
+    struct shim_local *l;
     int rc;
 
     if (strlen(cfg->python) >= sizeof(p.python) ||
@@ -111,7 +111,7 @@ static int local_create(const struct shim_config *cfg, void **state)
 
 static void local_destroy(void *state)
 {
-    struct local *l = state;
+    struct shim_local *l = state;
 
     if (!l)
         return;
@@ -130,7 +130,7 @@ static void local_destroy(void *state)
 static int local_exec(void *state, const char *code, size_t len,
                       struct shim_exec_result *out)
 {
-    struct local *l = state;
+    struct shim_local *l = state;
     int rc = shim_local_exec(l, code, len, out);
 
     if (l->spare_due) {

@@ -30,12 +30,12 @@
 #define NOTE_MAX 64
 #define REPLY_HEAD 11 /* 'R', seq, kind, restarted, meta length */
 
-static size_t out_max(const struct local *l)
+static size_t out_max(const struct shim_local *l)
 {
     return 2 * (l->p.output_cap + OUT_SLACK) + NOTE_MAX;
 }
 
-static size_t frame_max(const struct local *l)
+static size_t frame_max(const struct shim_local *l)
 {
     return REPLY_HEAD + META_MAX + 4 + WORKER_MAX + out_max(l);
 }
@@ -59,7 +59,7 @@ static cJSON *parse_part(const unsigned char *p, size_t n, size_t max,
 
 /* Reads one frame into b (freed again on error): 0, -EPROTO for an
  * oversized frame, or another frame.h error. */
-int shim_local_recv_frame(struct local *l, struct shim_buf *b, int64_t deadline)
+int shim_local_recv_frame(struct shim_local *l, struct shim_buf *b, int64_t deadline)
 {
     int rc = shim_frame_recv(l->fd, b, frame_max(l), deadline);
 
@@ -68,7 +68,7 @@ int shim_local_recv_frame(struct local *l, struct shim_buf *b, int64_t deadline)
     return rc;
 }
 
-int shim_local_send_request(struct local *l, const char *code, size_t len,
+int shim_local_send_request(struct shim_local *l, const char *code, size_t len,
                             int64_t deadline)
 {
     unsigned char head[5];
@@ -79,9 +79,15 @@ int shim_local_send_request(struct local *l, const char *code, size_t len,
     return shim_frame_send(l->fd, head, sizeof(head), code, len, deadline);
 }
 
+static int known_kind(unsigned char k)
+{
+    return k == SHIM_REPLY_DONE || k == SHIM_REPLY_TIMEOUT || k == SHIM_REPLY_DIED ||
+           k == SHIM_REPLY_INVALID;
+}
+
 /* Splits an 'R' frame answering request l->seq; -EPROTO if malformed or
  * if a part holds more than it may (see META_MAX and the others). */
-int shim_local_split_reply(const struct local *l, const struct shim_buf *b,
+int shim_local_split_reply(const struct shim_local *l, const struct shim_buf *b,
                            struct shim_local_reply *r)
 {
     const unsigned char *p = (const unsigned char *)b->data;
@@ -89,9 +95,9 @@ int shim_local_split_reply(const struct local *l, const struct shim_buf *b,
 
     memset(r, 0, sizeof(*r));
     if (n < REPLY_HEAD || p[0] != 'R' || shim_frame_get32(p + 1) != l->seq ||
-        !strchr("DTXI", p[5]) || !p[5] || p[6] > 1)
+        !known_kind(p[5]) || p[6] > 1)
         return -EPROTO;
-    r->kind = (char)p[5];
+    r->kind = (enum shim_local_reply_kind)p[5];
     r->restarted = p[6];
     ml = shim_frame_get32(p + 7);
     if (ml > n - off || n - off - ml < 4)
@@ -99,13 +105,13 @@ int shim_local_split_reply(const struct local *l, const struct shim_buf *b,
     wl = shim_frame_get32(p + off + ml);
     if (wl > n - off - ml - 4 || n - off - ml - 4 - wl > out_max(l))
         return -EPROTO;
-    if (r->kind != 'D' && wl) /* only a finished cell has the worker's say */
+    if (r->kind != SHIM_REPLY_DONE && wl) /* only a finished cell has the worker's say */
         return -EPROTO;
     r->meta = parse_part(p + off, ml, META_MAX, META_VALUES, META_DEPTH);
     if (!r->meta)
         goto bad;
     off += ml + 4;
-    if (r->kind == 'D') {
+    if (r->kind == SHIM_REPLY_DONE) {
         r->worker = parse_part(p + off, wl, WORKER_MAX, WORKER_VALUES, WORKER_DEPTH);
         if (!r->worker)
             goto bad;

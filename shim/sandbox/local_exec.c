@@ -88,14 +88,14 @@ static int take_files(const cJSON *meta, struct shim_exec_result *out)
 }
 
 /* Builds *out from a well-formed reply; logs holds the notes so far. */
-static int fill_result(const struct local *l, const struct shim_local_reply *r,
+static int fill_result(const struct shim_local *l, const struct shim_local_reply *r,
                        struct shim_buf *logs, struct shim_exec_result *out)
 {
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r->meta, "exit");
     const char *exit_desc = cJSON_IsString(ex) ? ex->valuestring : "";
     int rc;
 
-    if (r->kind == 'D') {
+    if (r->kind == SHIM_REPLY_DONE) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(r->worker, "status");
         if (!cJSON_IsString(s) ||
             (strcmp(s->valuestring, "ok") && strcmp(s->valuestring, "error")))
@@ -110,12 +110,12 @@ static int fill_result(const struct local *l, const struct shim_local_reply *r,
     if (rc)
         return rc;
     shim_buf_add(logs, r->out, r->out_len);
-    if (r->kind != 'D')
+    if (r->kind != SHIM_REPLY_DONE)
         shim_local_ended(l, r->kind, exit_desc, logs, out);
     return 0;
 }
 
-static int exec_once(struct local *l, const char *code, size_t len,
+static int exec_once(struct shim_local *l, const char *code, size_t len,
                      struct shim_exec_result *out)
 {
     struct shim_buf logs, frame;
@@ -174,7 +174,7 @@ static int exec_once(struct local *l, const char *code, size_t len,
     return out->logs ? 0 : -ENOMEM;
 }
 
-int shim_local_exec(struct local *l, const char *code, size_t len,
+int shim_local_exec(struct shim_local *l, const char *code, size_t len,
                     struct shim_exec_result *out)
 {
     return exec_once(l, code, len, out);

@@ -12,7 +12,7 @@
  *   local_spare.c  the warm spare: the next sandbox, started in advance
  * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
  *
- * A struct local is one sandbox instance; it is used by one thread at a
+ * A struct shim_local is one sandbox instance; it is used by one thread at a
  * time (sandbox.c's mutex), except the spare, which local_spare.c hands
  * over whole. */
 #ifndef SHIM_LOCAL_INT_H
@@ -54,7 +54,7 @@ struct shim_local_params {
     int procs, cpu_s, open_files;
 };
 
-struct local {
+struct shim_local {
     struct shim_local_params p;
     char python_real[PATH_MAX]; /* sandbox mode: python, links resolved */
     char root[SHIM_PATH_MAX]; /* unsafe mode: our private host directory */
@@ -88,50 +88,57 @@ static inline void shim_local_close_fd(int *fd)
 }
 
 /* local_proc.c: a new instance (nothing started); NULL when out of memory. */
-struct local *shim_local_new(const struct shim_local_params *p);
+struct shim_local *shim_local_new(const struct shim_local_params *p);
 
 /* local_proc.c: start() launches the sandbox (it is up once it said
  * hello: wait_up); both leave the reason of a failure in l->why. stop()
  * ends every process of the sandbox, started or still starting, and
  * reaps bwrap; err, if not NULL, receives what the sandbox wrote on its
  * stderr; it returns bwrap's wait status, or -1. */
-int shim_local_start(struct local *l);
-int shim_local_wait_up(struct local *l);
-int shim_local_stop(struct local *l, char *err, size_t errsz);
+int shim_local_start(struct shim_local *l);
+int shim_local_wait_up(struct shim_local *l);
+int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
 
 /* local_jail.c */
 /* Fills *sp (path, argv, envp, cwd, credentials; not fds) and, isolated,
  * fds[4..6] (seccomp, passwd, group: the caller closes them) to start the
  * sandbox; *mem owns what sp points to (free() it after the spawn). On
  * failure l->why says why. 0 or -errno. */
-int shim_local_command(struct local *l, struct shim_spawn *sp, int fds[NFDS],
+int shim_local_command(struct shim_local *l, struct shim_spawn *sp, int fds[NFDS],
                        void **mem);
 /* The unsafe mode's private host directory l->root: made (mkdtemp in the
  * params' tmpdir; 0 or -errno, logged), and removed with all in it. */
-int shim_local_make_root(struct local *l);
-void shim_local_rm_root(const struct local *l);
+int shim_local_make_root(struct shim_local *l);
+void shim_local_rm_root(const struct shim_local *l);
 
 /* local_chan.c: framed I/O on l->fd with an absolute deadline (ms,
  * shim_local_now_ms()); errors are -ETIMEDOUT, -ECONNRESET at the end of
  * the stream, -EPROTO for a frame that cannot be ours, or -errno. */
+/* How an execution ended, as worker.py's reply frame says it (one byte). */
+enum shim_local_reply_kind {
+    SHIM_REPLY_DONE = 'D',     /* the cell ran to its end */
+    SHIM_REPLY_TIMEOUT = 'T',  /* the time limit: interpreter restarted */
+    SHIM_REPLY_DIED = 'X',     /* the interpreter died: restarted */
+    SHIM_REPLY_INVALID = 'I',  /* it said something invalid: restarted */
+};
 struct shim_local_reply {
-    char kind; /* D done, T timed out, X the interpreter died, I invalid */
+    enum shim_local_reply_kind kind;
     int restarted;
     struct cJSON *meta, *worker; /* owned; worker only for D */
     const char *out;             /* borrowed from the frame */
     size_t out_len;
 };
-int shim_local_recv_frame(struct local *l, struct shim_buf *b,
+int shim_local_recv_frame(struct shim_local *l, struct shim_buf *b,
                           int64_t deadline);
-int shim_local_send_request(struct local *l, const char *code, size_t len,
+int shim_local_send_request(struct shim_local *l, const char *code, size_t len,
                             int64_t deadline);
 /* Splits an 'R' frame answering request l->seq. */
-int shim_local_split_reply(const struct local *l, const struct shim_buf *b,
+int shim_local_split_reply(const struct shim_local *l, const struct shim_buf *b,
                            struct shim_local_reply *r);
 void shim_local_reply_free(struct shim_local_reply *r);
 
 /* local_exec.c: one execution (local.c's ops table wraps it). */
-int shim_local_exec(struct local *l, const char *code, size_t len,
+int shim_local_exec(struct shim_local *l, const char *code, size_t len,
                     struct shim_exec_result *out);
 
 /* local_msg.c: the why of a failed start (into l->why), and the texts of
@@ -149,20 +156,21 @@ enum shim_local_failure {
     LF_PYTHON_FAILED,   /* detail: what the sandbox said */
     LF_ISOLATION,       /* detail: what bwrap said */
 };
-void shim_local_fail(struct local *l, enum shim_local_failure what,
+void shim_local_fail(struct shim_local *l, enum shim_local_failure what,
                      const char *detail);
 /* Fills out with l->why: nothing was run. 0 or -ENOMEM. */
-int shim_local_refuse(struct local *l, struct shim_buf *logs,
+int shim_local_refuse(struct shim_local *l, struct shim_buf *logs,
                       struct shim_exec_result *out);
 int shim_local_too_large(size_t len, struct shim_buf *logs,
                          struct shim_exec_result *out);
 void shim_local_note_lost(struct shim_buf *logs, int all);
 /* The interpreter ended (reply kind T, X or I), the sandbox kept. */
-void shim_local_ended(const struct local *l, char kind, const char *exit_desc,
+void shim_local_ended(const struct shim_local *l, enum shim_local_reply_kind kind,
+                      const char *exit_desc,
                       struct shim_buf *logs, struct shim_exec_result *out);
 /* The supervisor did not answer as it must (rc) and was ended (st: bwrap's
  * wait status or -1). */
-void shim_local_lost(const struct local *l, int rc, int st,
+void shim_local_lost(const struct shim_local *l, int rc, int st,
                      struct shim_buf *logs, struct shim_exec_result *out);
 
 /* local_spare.c. take: the process's spare if it is ready, healthy and
@@ -172,7 +180,7 @@ void shim_local_lost(const struct local *l, int rc, int st,
  * unsafe mode): the caller has it started with prepare once its own
  * sandbox is up, so that the two do not start at once. prepare: starts
  * one in the background unless one is starting or waiting already. */
-struct local *shim_local_spare_take(const struct shim_local_params *p);
+struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
 int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
 void shim_local_spare_prepare(const struct shim_local_params *p);
 

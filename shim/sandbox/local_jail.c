@@ -85,7 +85,7 @@ static void rm_contents(int dfd, int depth)
     closedir(d);
 }
 
-void shim_local_rm_root(const struct local *l)
+void shim_local_rm_root(const struct shim_local *l)
 {
     const char *path = l->root;
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -97,7 +97,7 @@ void shim_local_rm_root(const struct local *l)
                  strerror(errno));
 }
 
-int shim_local_make_root(struct local *l)
+int shim_local_make_root(struct shim_local *l)
 {
     int rc;
 
@@ -116,7 +116,7 @@ int shim_local_make_root(struct local *l)
 
 /* (Re)creates root/{data,home,tmp}; a root that is no longer our own
  * directory is refused. */
-static int ensure_tree(const struct local *l)
+static int ensure_tree(const struct shim_local *l)
 {
     static const char *const subs[] = {"data", "home", "tmp"};
     char p[SHIM_PATH_MAX];
@@ -315,7 +315,7 @@ static int memfd_with(const char *name, const char *text)
     "exec \"$0\" -I -S -B -c \"$1\" \"$2\" \"$3\" \"$4\" \"$5\" 3 \"${10}\" "      \
     "\"${11}\" \"$6\" \"$7\" \"$8\" \"$9\" \"${12}\" 7 \"$!\" 8<&-\n"
 
-static void start_args(struct cmd *c, const struct local *l, const char *data)
+static void start_args(struct cmd *c, const struct shim_local *l, const char *data)
 {
     arg(c, "/bin/sh");
     arg(c, "-c");
@@ -340,12 +340,12 @@ static void start_args(struct cmd *c, const struct local *l, const char *data)
 static const char *const tmpfs_dest[NTMPFS] = {"/dev/shm", "/mnt/data",
                                                "/tmp"};
 
-static unsigned long long tmpfs_size(const struct local *l, int i)
+static unsigned long long tmpfs_size(const struct shim_local *l, int i)
 {
     return i == 0 ? SHM_SIZE : l->p.disk;
 }
 
-static unsigned long long tmpfs_inodes(const struct local *l, int i)
+static unsigned long long tmpfs_inodes(const struct shim_local *l, int i)
 {
     return i == 0 ? SHM_INODES : l->p.inodes;
 }
@@ -353,7 +353,7 @@ static unsigned long long tmpfs_inodes(const struct local *l, int i)
 /* A size and a file count each when spawn.c mounts them (l->own_tmpfs:
  * it hands them over as descriptors NFDS..); bwrap's own --tmpfs can
  * only give a size. HOME is a link into /tmp. */
-static void tmpfs_args(struct cmd *c, const struct local *l)
+static void tmpfs_args(struct cmd *c, const struct shim_local *l)
 {
     int i;
 
@@ -370,7 +370,7 @@ static void tmpfs_args(struct cmd *c, const struct local *l)
     }
 }
 
-static void bwrap_args(struct cmd *c, const struct local *l)
+static void bwrap_args(struct cmd *c, const struct shim_local *l)
 {
     arg(c, l->p.bwrap);
     /* namespaces: all of them, the user namespace mandatory */
@@ -429,7 +429,7 @@ static uid_t fresh_uid(void)
 
 /* Is the interpreter inside the part of the host the sandbox sees? Sets
  * l->python_real (a link to it outside /usr would not be seen). */
-static int python_visible(struct local *l)
+static int python_visible(struct shim_local *l)
 {
     char *real = l->python_real;
 
@@ -468,7 +468,7 @@ static int under(const char *path, const char *dir)
  * exists, bwrap needs nothing from (it is covered in the namespace bwrap
  * starts in) and does not hold bwrap itself, by the name it is run by
  * (spawn.c's cwd is /) nor where that leads. NULL when none will do. */
-static const char *tmpfs_place(const struct local *l)
+static const char *tmpfs_place(const struct shim_local *l)
 {
     static const char *const dirs[] = {"/tmp", "/mnt", "/media", "/srv",
                                        "/var/tmp"};
@@ -491,7 +491,7 @@ static const char *tmpfs_place(const struct local *l)
 
 /* spawn.c's side of the same: where, and the mount options of each, owned
  * by the user bwrap runs as (sp's credentials set). */
-static void tmpfs_specs(const struct local *l, const char *at,
+static void tmpfs_specs(const struct shim_local *l, const char *at,
                         struct command *m, struct shim_spawn *sp)
 {
     static const char *const name[NTMPFS] = {"shm", "data", "tmp"};
@@ -517,7 +517,7 @@ static void tmpfs_specs(const struct local *l, const char *at,
     sp->ntmpfs = NTMPFS;
 }
 
-static int unsafe_command(struct local *l, struct command *m,
+static int unsafe_command(struct shim_local *l, struct command *m,
                           struct shim_spawn *sp)
 {
     int rc = ensure_tree(l);
@@ -547,7 +547,7 @@ static int unsafe_command(struct local *l, struct command *m,
     return 0;
 }
 
-static int bwrap_command(struct local *l, struct command *m,
+static int bwrap_command(struct shim_local *l, struct command *m,
                          struct shim_spawn *sp, int fds[NFDS])
 {
     const char *at = NULL;
@@ -595,7 +595,7 @@ static int bwrap_command(struct local *l, struct command *m,
     return 0;
 }
 
-int shim_local_command(struct local *l, struct shim_spawn *sp, int fds[NFDS],
+int shim_local_command(struct shim_local *l, struct shim_spawn *sp, int fds[NFDS],
                        void **mem)
 {
     struct command *m = calloc(1, sizeof(*m));

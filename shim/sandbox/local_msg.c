@@ -19,7 +19,7 @@
     "[Note: the sandbox was restarted before this execution; its earlier "     \
     "state (variables, imports) and the files in /mnt/data were lost.]\n"
 
-void shim_local_fail(struct local *l, enum shim_local_failure what,
+void shim_local_fail(struct shim_local *l, enum shim_local_failure what,
                      const char *detail)
 {
     char *w = l->why;
@@ -89,7 +89,7 @@ void shim_local_fail(struct local *l, enum shim_local_failure what,
     }
 }
 
-int shim_local_refuse(struct local *l, struct shim_buf *logs,
+int shim_local_refuse(struct shim_local *l, struct shim_buf *logs,
                       struct shim_exec_result *out)
 {
     out->status = SHIM_EXEC_FAILED;
@@ -136,18 +136,19 @@ static const char *exit_hint(const char *exit_desc)
     return "";
 }
 
-void shim_local_ended(const struct local *l, char kind, const char *exit_desc,
+void shim_local_ended(const struct shim_local *l, enum shim_local_reply_kind kind,
+                      const char *exit_desc,
                       struct shim_buf *logs, struct shim_exec_result *out)
 {
     end_line(logs);
-    if (kind == 'T') {
+    if (kind == SHIM_REPLY_TIMEOUT) {
         out->status = SHIM_EXEC_TIMEOUT;
         shim_buf_addf(logs,
                       "Execution timed out after %d s; the Python interpreter "
                       "was restarted and its state (variables, imports) was "
                       "lost.\n",
                       l->p.timeout_s);
-    } else if (kind == 'X') {
+    } else if (kind == SHIM_REPLY_DIED) {
         out->status = SHIM_EXEC_FAILED;
         shim_buf_addf(logs,
                       "The Python interpreter (%s) %.200s%s; it was restarted "
@@ -163,7 +164,7 @@ void shim_local_ended(const struct local *l, char kind, const char *exit_desc,
     }
 }
 
-void shim_local_lost(const struct local *l, int rc, int st,
+void shim_local_lost(const struct shim_local *l, int rc, int st,
                      struct shim_buf *logs, struct shim_exec_result *out)
 {
     end_line(logs);

@@ -56,7 +56,7 @@ static int raise_fd(int fd, int min)
     return n < 0 ? -errno : n;
 }
 
-static int start_once(struct local *l, enum shim_spawn_step *failed)
+static int start_once(struct shim_local *l, enum shim_spawn_step *failed)
 {
     struct shim_spawn sp;
     void *mem = NULL;
@@ -137,9 +137,9 @@ static void give_up(int *flag, const char *what, int rc)
         LOG_WARN("sandbox: %s (%s); started without", what, strerror(-rc));
 }
 
-struct local *shim_local_new(const struct shim_local_params *p)
+struct shim_local *shim_local_new(const struct shim_local_params *p)
 {
-    struct local *l = calloc(1, sizeof(*l));
+    struct shim_local *l = calloc(1, sizeof(*l));
 
     if (!l)
         return NULL;
@@ -151,7 +151,7 @@ struct local *shim_local_new(const struct shim_local_params *p)
     return l;
 }
 
-int shim_local_start(struct local *l)
+int shim_local_start(struct shim_local *l)
 {
     enum shim_spawn_step failed = SHIM_SPAWN_OTHER;
     int rc, tries;
@@ -183,7 +183,7 @@ int shim_local_start(struct local *l)
 }
 
 /* What the sandbox wrote on its stderr before it was up: bwrap's reason. */
-static void read_errors(struct local *l, char *out, size_t outsz)
+static void read_errors(struct shim_local *l, char *out, size_t outsz)
 {
     size_t n = 0;
     int64_t end = shim_local_now_ms() + 1000;
@@ -221,7 +221,7 @@ static void read_errors(struct local *l, char *out, size_t outsz)
  * a hand-shake with bwrap, and a bwrap killed before it leaves that child
  * waiting forever, outside any sandbox we know of. Returns bwrap's wait
  * status, or -1. */
-int shim_local_stop(struct local *l, char *err, size_t errsz)
+int shim_local_stop(struct shim_local *l, char *err, size_t errsz)
 {
     int st = -1, i;
     pid_t r = 0;
@@ -258,7 +258,7 @@ int shim_local_stop(struct local *l, char *err, size_t errsz)
 }
 
 /* Waits for the supervisor's hello; on failure, l->why says why. */
-int shim_local_wait_up(struct local *l)
+int shim_local_wait_up(struct shim_local *l)
 {
     struct shim_buf b;
     char err[768];

@@ -47,11 +47,11 @@ enum { NONE, STARTING, READY };
 #define WAIT_FOR_SPARE_S 30
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER; /* state left STARTING */
+static pthread_cond_t settled = PTHREAD_COND_INITIALIZER; /* state left STARTING */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int state;
 static struct shim_local_params want; /* STARTING: what to start */
-static struct local *spare;           /* READY: the spare */
+static struct shim_local *spare;           /* READY: the spare */
 static struct shim_local_spare_stats stats;
 
 /* A child has no spare, no job, no history. No lock is taken before the
@@ -60,7 +60,7 @@ static struct shim_local_spare_stats stats;
 static void after_fork_child(void)
 {
     pthread_mutex_init(&mu, NULL);
-    pthread_cond_init(&cv, NULL);
+    pthread_cond_init(&settled, NULL);
     if (spare) {
         shim_local_close_fd(&spare->fd);
         shim_local_close_fd(&spare->errfd);
@@ -89,7 +89,7 @@ static int same_params(const struct shim_local_params *a,
 
 /* Ends a spare (an orderly stop, as for any sandbox: see shim_local_stop
  * on why no SIGKILL). */
-static void drop(struct local *l)
+static void drop(struct shim_local *l)
 {
     shim_local_stop(l, NULL, 0);
     free(l);
@@ -101,7 +101,7 @@ static void drop(struct local *l)
 /* The background job, on spawn.c's thread. */
 static void start_spare(void *unused)
 {
-    struct local *l;
+    struct shim_local *l;
     int rc = -ENOMEM;
 
     (void)unused;
@@ -119,7 +119,7 @@ static void start_spare(void *unused)
     } else if (state == STARTING) {
         state = NONE;
     }
-    pthread_cond_broadcast(&cv);
+    pthread_cond_broadcast(&settled);
     pthread_mutex_unlock(&mu);
     if (l && rc == 0) {
         drop(l);
@@ -131,7 +131,7 @@ static void start_spare(void *unused)
 
 /* Is the spare up (its hello read now if it came) or still starting, and
  * nothing else? */
-static int healthy(struct local *l)
+static int healthy(struct shim_local *l)
 {
     struct pollfd p = {.fd = l->fd, .events = POLLIN | POLLRDHUP};
 
@@ -145,9 +145,9 @@ static int healthy(struct local *l)
     return poll(&p, 1, 0) == 0;
 }
 
-struct local *shim_local_spare_take(const struct shim_local_params *p)
+struct shim_local *shim_local_spare_take(const struct shim_local_params *p)
 {
-    struct local *l = NULL;
+    struct shim_local *l = NULL;
 
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&mu);
@@ -155,7 +155,7 @@ struct local *shim_local_spare_take(const struct shim_local_params *p)
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_sec += WAIT_FOR_SPARE_S;
-        while (state == STARTING && pthread_cond_timedwait(&cv, &mu, &dl) == 0)
+        while (state == STARTING && pthread_cond_timedwait(&settled, &mu, &dl) == 0)
             ;
     }
     if (state == READY) {
@@ -209,7 +209,7 @@ void shim_local_spare_prepare(const struct shim_local_params *p)
         pthread_mutex_lock(&mu);
         if (state == STARTING)
             state = NONE;
-        pthread_cond_broadcast(&cv);
+        pthread_cond_broadcast(&settled);
         pthread_mutex_unlock(&mu);
     }
 }
@@ -226,7 +226,7 @@ void shim_local_spare_stats(struct shim_local_spare_stats *out)
 /* See "At exit" above. Runs at exit() and when main returns. */
 __attribute__((destructor)) static void stop_spare_at_exit(void)
 {
-    struct local *l = NULL;
+    struct shim_local *l = NULL;
     struct timespec dl;
     int i;
 
@@ -238,7 +238,7 @@ __attribute__((destructor)) static void stop_spare_at_exit(void)
         return;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += 2;
-    while (state == STARTING && pthread_cond_timedwait(&cv, &mu, &dl) == 0)
+    while (state == STARTING && pthread_cond_timedwait(&settled, &mu, &dl) == 0)
         ;
     if (state == READY) {
         l = spare;

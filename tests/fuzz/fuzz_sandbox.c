@@ -34,7 +34,7 @@ static uint32_t get32(const uint8_t *p)
 }
 
 /* A sandbox that was never started: only what local_chan.c reads. */
-static void local_init(struct local *l, const struct fuzz_input *in)
+static void local_init(struct shim_local *l, const struct fuzz_input *in)
 {
     memset(l, 0, sizeof(*l));
     l->p.output_cap = fuzz_pick(in, 90, 2) ? 20000 : 16;
@@ -43,7 +43,7 @@ static void local_init(struct local *l, const struct fuzz_input *in)
     l->fd = l->errfd = -1;
 }
 
-static void split(struct local *l, const struct fuzz_input *in, const struct shim_buf *b)
+static void split(struct shim_local *l, const struct fuzz_input *in, const struct shim_buf *b)
 {
     struct shim_local_reply r;
     const uint8_t *p = (const uint8_t *)b->data;
@@ -68,7 +68,7 @@ static void split(struct local *l, const struct fuzz_input *in, const struct shi
 }
 
 /* The input as the byte stream of the control socket. */
-static void recv_frames(struct local *l, const struct fuzz_input *in)
+static void recv_frames(struct shim_local *l, const struct fuzz_input *in)
 {
     struct shim_buf b;
     int sv[2], rc, k;
@@ -107,7 +107,7 @@ static void recv_frames(struct local *l, const struct fuzz_input *in)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fuzz_input in;
-    struct local l;
+    struct shim_local l;
     struct shim_buf b;
 
     fuzz_input_begin(&in, data, size, 0);

@@ -21,9 +21,9 @@
 
 #define SEQ 7
 
-static struct local *new_local(void)
+static struct shim_local *new_local(void)
 {
-    struct local *l = calloc(1, sizeof(*l));
+    struct shim_local *l = calloc(1, sizeof(*l));
 
     assert_non_null(l);
     l->seq = SEQ;
@@ -97,7 +97,7 @@ static void text(struct shim_buf *b, const char *s)
     shim_buf_adds(b, s);
 }
 
-static int split(const struct local *l, char kind, struct shim_buf *meta,
+static int split(const struct shim_local *l, char kind, struct shim_buf *meta,
                  struct shim_buf *worker, size_t out_len, struct shim_local_reply *r)
 {
     struct shim_buf f;
@@ -119,7 +119,7 @@ static int split(const struct local *l, char kind, struct shim_buf *meta,
  * 16 images of 12 MB in all, output at the cap. */
 static void replies_at_the_limits_are_taken(void **state)
 {
-    struct local *l = new_local();
+    struct shim_local *l = new_local();
     struct shim_local_reply r;
     struct shim_buf m, w;
     (void)state;
@@ -137,7 +137,7 @@ static void replies_at_the_limits_are_taken(void **state)
  * "0," would be 5 million cJSON items (over 300 MB). */
 static void many_values_are_refused(void **state)
 {
-    struct local *l = new_local();
+    struct shim_local *l = new_local();
     struct shim_local_reply r;
     struct shim_buf m, w;
     size_t i;
@@ -168,7 +168,7 @@ static void many_values_are_refused(void **state)
 
 static void deep_or_large_parts_are_refused(void **state)
 {
-    struct local *l = new_local();
+    struct shim_local *l = new_local();
     struct shim_local_reply r;
     struct shim_buf m, w;
     (void)state;

@@ -66,9 +66,10 @@ void shim_session_settings(const struct shim_config *cfg, char out[65])
     const char *parts[4] = {cfg->sandbox, nums, cfg->python, cfg->bwrap};
 
     snprintf(nums, sizeof(nums), "unsafe=%d memory=%llu procs=%d disk=%llu fsize=%llu "
-             "cpu=%d timeout=%d output=%zu", cfg->unsafe_no_isolation != 0,
+             "cpu=%d timeout=%d output=%zu inodes=%llu files=%d", cfg->unsafe_no_isolation != 0,
              cfg->memory_limit, cfg->procs_limit, cfg->disk_limit, cfg->file_size_limit,
-             cfg->cpu_time_s, cfg->exec_timeout_s, cfg->output_cap);
+             cfg->cpu_time_s, cfg->exec_timeout_s, cfg->output_cap,
+             (unsigned long long)cfg->inodes_limit, cfg->open_files_limit);
     hash_parts("codeshim-settings-v1", parts, 4, out);
 }
 

@@ -75,7 +75,8 @@ static void settings_fingerprint(void **state)
         "CODESHIM_UNSAFE_NO_ISOLATION=1", "CODESHIM_PYTHON=/usr/local/bin/python3",
         "CODESHIM_BWRAP=/opt/bwrap", "CODESHIM_MEMORY=512M", "CODESHIM_PROCS=64",
         "CODESHIM_DISK=2G", "CODESHIM_FILE_SIZE=64M", "CODESHIM_CPU_TIME=60",
-        "CODESHIM_EXEC_TIMEOUT=5", "CODESHIM_OUTPUT_CAP=4096",
+        "CODESHIM_EXEC_TIMEOUT=5", "CODESHIM_OUTPUT_CAP=4096", "CODESHIM_INODES=1000",
+        "CODESHIM_OPEN_FILES=100",
     };
     static const char *const other_vars[] = {
         "CODESHIM_SESSION_TTL=5", "CODESHIM_SESSION_CAP=3", "CODESHIM_LOG=debug",
@@ -83,7 +84,7 @@ static void settings_fingerprint(void **state)
     };
     const char *none[] = {NULL}, *one[2] = {NULL, NULL};
     struct shim_config c;
-    char base[65], fp[65], seen[10][65];
+    char base[65], fp[65], seen[12][65];
     size_t i, j;
     (void)state;
 

@@ -20,6 +20,7 @@
  * Nothing here runs in the spawned child: it only writes "0" to the
  * descriptors opened here. */
 #include "cgroup.h"
+#include "clock.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -44,14 +45,6 @@ static struct shim_cgroup_info probed;
 static int probe_rc;
 static unsigned counter;    /* names; atomic */
 static int told_none;       /* "no cgroup" logged; atomic */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void nap_ms(int ms)
 {
@@ -646,7 +639,7 @@ static int kill_listed(const char *dir, const char *rel, int version,
 void shim_cgroup_destroy(struct shim_cgroup *cg)
 {
     static const char *const ctl[2] = {"memory", "pids"};
-    int64_t end = now_ms() + DESTROY_MS;
+    int64_t end = shim_clock_ms() + DESTROY_MS;
     int i, left, err = 0;
 
     shim_cgroup_joined(cg);
@@ -671,7 +664,7 @@ void shim_cgroup_destroy(struct shim_cgroup *cg)
         }
         if (left)
             nap_ms(2);
-    } while (left && now_ms() < end);
+    } while (left && shim_clock_ms() < end);
     for (i = 0; i < 2; i++)
         if (cg->dir[i][0])
             LOG_WARN("could not remove the sandbox's cgroup %s: %s",

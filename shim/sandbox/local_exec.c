@@ -141,7 +141,7 @@ static int exec_once(struct shim_local *l, const char *code, size_t len,
         l->lost_all = 0;
     }
     l->used = 1;
-    deadline = shim_local_now_ms() + ((int64_t)l->p.timeout_s + GRACE_S) * 1000;
+    deadline = shim_clock_ms() + ((int64_t)l->p.timeout_s + GRACE_S) * 1000;
     rc = shim_local_send_request(l, code, len, deadline);
     if (rc == 0)
         rc = shim_local_recv_frame(l, &frame, deadline);

@@ -19,6 +19,7 @@
 #define SHIM_LOCAL_INT_H
 
 #include "buf.h"
+#include "clock.h"
 #include "cgroup.h"
 #include "config.h"
 #include "sandbox_int.h"
@@ -72,13 +73,6 @@ struct shim_local {
                       not bwrap's */
 };
 
-static inline int64_t shim_local_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static inline void shim_local_close_fd(int *fd)
 {
@@ -112,7 +106,7 @@ int shim_local_make_root(struct shim_local *l);
 void shim_local_rm_root(const struct shim_local *l);
 
 /* local_chan.c: framed I/O on l->fd with an absolute deadline (ms,
- * shim_local_now_ms()); errors are -ETIMEDOUT, -ECONNRESET at the end of
+ * shim_clock_ms()); errors are -ETIMEDOUT, -ECONNRESET at the end of
  * the stream, -EPROTO for a frame that cannot be ours, or -errno. */
 /* How an execution ended, as worker.py's reply frame says it (one byte). */
 enum shim_local_reply_kind {

@@ -423,7 +423,7 @@ static uid_t fresh_uid(void)
     uint32_t r = 0;
 
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-        r = (uint32_t)shim_local_now_ms() ^ (uint32_t)getpid() << 12;
+        r = (uint32_t)shim_clock_ms() ^ (uint32_t)getpid() << 12;
     return (uid_t)(0x40000000u + (r & 0x0fffffffu));
 }
 

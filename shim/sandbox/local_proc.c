@@ -186,7 +186,7 @@ int shim_local_start(struct shim_local *l)
 static void read_errors(struct shim_local *l, char *out, size_t outsz)
 {
     size_t n = 0;
-    int64_t end = shim_local_now_ms() + 1000;
+    int64_t end = shim_clock_ms() + 1000;
 
     out[0] = '\0';
     if (l->errfd < 0)
@@ -197,7 +197,7 @@ static void read_errors(struct shim_local *l, char *out, size_t outsz)
             n += (size_t)r;
         } else if (r == 0) {
             break;
-        } else if (errno == EAGAIN && shim_local_now_ms() < end) {
+        } else if (errno == EAGAIN && shim_clock_ms() < end) {
             struct pollfd p = {.fd = l->errfd, .events = POLLIN};
             poll(&p, 1, 50);
         } else if (errno != EINTR) {
@@ -263,7 +263,7 @@ int shim_local_wait_up(struct shim_local *l)
     struct shim_buf b;
     char err[768];
     int python_failed;
-    int rc = shim_local_recv_frame(l, &b, shim_local_now_ms() + START_S * 1000);
+    int rc = shim_local_recv_frame(l, &b, shim_clock_ms() + START_S * 1000);
 
     if (rc == 0 && b.len == 1 && b.data[0] == 'H') {
         shim_buf_free(&b);

@@ -7,6 +7,7 @@
  * line listing its files ("[files in /mnt/data: a.csv, plot.png]", at most
  * FILES_LINE bytes), so the model can refer to them. These lines come
  * after the cut: the model always learns of them. */
+#include "clock.h"
 #include "config.h"
 #include "ids.h"
 #include "log.h"
@@ -228,7 +229,7 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
 int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
                       struct shim_exec_result *out)
 {
-    struct timespec t0, t1;
+    double t0, t1;
     int rc;
 
     if (!out)
@@ -239,9 +240,9 @@ int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
     if (!code)
         code = "";
     pthread_mutex_lock(&sb->mu);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = shim_clock_s();
     rc = sb->ops->exec(sb->state, code, len, out);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t1 = shim_clock_s();
     pthread_mutex_unlock(&sb->mu);
     if (rc == 0)
         rc = finish_logs(out, sb->output_cap);
@@ -249,7 +250,6 @@ int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
         shim_exec_result_free(out);
         return rc;
     }
-    out->seconds = (double)(t1.tv_sec - t0.tv_sec) +
-                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    out->seconds = t1 - t0;
     return 0;
 }

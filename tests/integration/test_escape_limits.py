@@ -233,6 +233,16 @@ def cgroup_dirs(pid):
     return sorted(found)
 
 
+def procs_in(d):
+    """The pids in cgroup d; none once it is gone (any codeshim process on
+    the machine that starts a sandbox may remove a dead program's cgroup)."""
+    try:
+        with open(d + "/cgroup.procs") as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return []
+
+
 def test_cgroup_of_a_killed_program_is_removed_by_the_next(fake, tmp_path):
     """kill -9 of the program mid-execution: its sandbox dies with it and
     leaves an empty cgroup directory (nothing is left to remove it); the
@@ -251,19 +261,16 @@ def test_cgroup_of_a_killed_program_is_removed_by_the_next(fake, tmp_path):
         dirs = cgroup_dirs(p.pid)
         assert dirs
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(
-                open(d + "/cgroup.procs").read().split() for d in dirs):
+        while time.monotonic() < deadline and not any(procs_in(d) for d in dirs):
             time.sleep(0.05)
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()
     # the sandbox goes with the program; its cgroup stays behind, empty
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(
-            open(d + "/cgroup.procs").read().split() for d in dirs):
+    while time.monotonic() < deadline and any(procs_in(d) for d in dirs):
         time.sleep(0.05)
-    assert all(os.path.isdir(d) for d in dirs)
-    assert not any(open(d + "/cgroup.procs").read().split() for d in dirs)
+    assert not any(procs_in(d) for d in dirs)
     # the next start removes it
     [ci] = ci_items(ours(fake.url + "/responses", req(blocks("print('next')\n")),
                          env=LIMITS))

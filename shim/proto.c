@@ -252,15 +252,6 @@ cJSON *shim_proto_result_to_json(const struct shim_exec_result *r)
 
 /* ---------------- results from JSON, checked ---------------- */
 
-static int is_base64(const char *s)
-{
-    for (; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '+' || *s == '/' || *s == '='))
-            return 0;
-    return 1;
-}
-
 /* NULL, or an array of at most max items. */
 static int list_ok(const cJSON *a, int max)
 {
@@ -282,7 +273,7 @@ static int shape_ok(const cJSON *j)
     cJSON_ArrayForEach(it, imgs)
     {
         const char *b = shim_json_str(it, "base64"), *m = shim_json_str(it, "mime");
-        if (!b || !is_base64(b) || (cJSON_GetObjectItemCaseSensitive(it, "mime") &&
+        if (!b || !shim_text_is_base64(b) || (cJSON_GetObjectItemCaseSensitive(it, "mime") &&
                                     (!m || strcmp(m, "image/png"))))
             return 0;
     }

@@ -25,8 +25,8 @@
 #define SHIM_PROTO_MAX_DEPTH 8
 #define SHIM_PROTO_MAX_NODES 4096
 /* What a result may hold (the local sandbox's own limits). */
-#define SHIM_PROTO_MAX_IMAGES 16
-#define SHIM_PROTO_MAX_FILES 1000
+#define SHIM_PROTO_MAX_IMAGES SHIM_RESULT_MAX_IMAGES
+#define SHIM_PROTO_MAX_FILES SHIM_RESULT_MAX_FILES
 /* Room left in a frame for the answer's fields around a result. */
 #define SHIM_PROTO_ENVELOPE 4096
 

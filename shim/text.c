@@ -15,6 +15,15 @@ size_t shim_text_cut_forward(const char *s, size_t at, size_t n)
     return at;
 }
 
+int shim_text_is_base64(const char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '+' || *s == '/' || *s == '='))
+            return 0;
+    return 1;
+}
+
 void shim_text_hex(const unsigned char *in, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";

@@ -20,6 +20,8 @@ size_t shim_text_cut_forward(const char *s, size_t at, size_t n);
  * every offending byte becomes '?' (text for the model, where a NUL would
  * end it early for every C consumer). */
 void shim_text_sanitize_utf8(char *s, size_t n);
+/* Whether s holds only base64 characters (A-Z a-z 0-9 + / =). */
+int shim_text_is_base64(const char *s);
 /* 2n lowercase hex digits of in, then a NUL (out holds 2n + 1). */
 void shim_text_hex(const unsigned char *in, size_t n, char *out);
 

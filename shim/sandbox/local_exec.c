@@ -7,23 +7,14 @@
  * a new one and says so). The texts are local_msg.c's. */
 #include "local_int.h"
 
+#include "text.h"
+
 #include <cjson/cJSON.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CODE_MAX (64u << 20)
-#define MAX_IMAGES 16
-#define MAX_FILES 1000
-
-static int is_base64(const char *s)
-{
-    for (; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '+' || *s == '/' || *s == '='))
-            return 0;
-    return 1;
-}
 
 static int take_images(const cJSON *worker, struct shim_exec_result *out)
 {
@@ -32,7 +23,7 @@ static int take_images(const cJSON *worker, struct shim_exec_result *out)
 
     if (!cJSON_IsArray(images))
         return -EPROTO;
-    out->images = calloc(MAX_IMAGES, sizeof(*out->images));
+    out->images = calloc(SHIM_RESULT_MAX_IMAGES, sizeof(*out->images));
     if (!out->images)
         return -ENOMEM;
     cJSON_ArrayForEach(it, images)
@@ -41,10 +32,10 @@ static int take_images(const cJSON *worker, struct shim_exec_result *out)
         const cJSON *data = cJSON_GetObjectItemCaseSensitive(it, "data");
         struct shim_exec_image *img;
 
-        if (out->nimages >= MAX_IMAGES)
+        if (out->nimages >= SHIM_RESULT_MAX_IMAGES)
             break;
         if (!cJSON_IsString(mime) || strcmp(mime->valuestring, "image/png") ||
-            !cJSON_IsString(data) || !is_base64(data->valuestring))
+            !cJSON_IsString(data) || !shim_text_is_base64(data->valuestring))
             continue;
         img = &out->images[out->nimages];
         img->mime = strdup("image/png");
@@ -69,12 +60,12 @@ static int take_files(const cJSON *meta, struct shim_exec_result *out)
         return -EPROTO;
     out->files_changed =
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "changed"));
-    out->files = calloc(MAX_FILES, sizeof(*out->files));
+    out->files = calloc(SHIM_RESULT_MAX_FILES, sizeof(*out->files));
     if (!out->files)
         return -ENOMEM;
     cJSON_ArrayForEach(it, files)
     {
-        if (out->nfiles >= MAX_FILES)
+        if (out->nfiles >= SHIM_RESULT_MAX_FILES)
             break;
         if (!cJSON_IsString(it) || !it->valuestring[0] ||
             strlen(it->valuestring) >= SHIM_PATH_MAX)

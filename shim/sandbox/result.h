@@ -8,6 +8,11 @@
 
 #include <stddef.h>
 
+/* What one result holds at most: worker.py's own limits, which every
+ * reader of a result (sandbox/local_*.c, proto.c) also enforces. */
+#define SHIM_RESULT_MAX_IMAGES 16
+#define SHIM_RESULT_MAX_FILES 1000
+
 enum shim_exec_status {
     SHIM_EXEC_OK = 0,      /* ran to the end */
     SHIM_EXEC_ERROR = 1,   /* the code raised; logs hold the traceback */

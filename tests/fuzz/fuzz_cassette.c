@@ -28,8 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char g_key[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 static char g_dir[PATH_MAX];

@@ -19,6 +19,19 @@
 /* A harness's LLVMFuzzerInitialize calls this first (checker self-test). */
 void fuzz_setup(void);
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The initializer of a harness that needs nothing beyond fuzz_setup(). */
+#define FUZZ_PLAIN_INITIALIZE                                                  \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                          \
+    {                                                                          \
+        (void)argc;                                                            \
+        (void)argv;                                                            \
+        fuzz_setup();                                                          \
+        return 0;                                                              \
+    }
+
 __attribute__((noreturn, format(printf, 2, 3))) void fuzz_invalid(const char *check,
                                                                    const char *fmt, ...);
 /* What is running, for reports. */

@@ -9,16 +9,8 @@
 
 #include <curl/curl.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_setup();
-    return 0;
-}
+FUZZ_PLAIN_INITIALIZE
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -17,16 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_setup();
-    return 0;
-}
+FUZZ_PLAIN_INITIALIZE
 
 static void result_both_ways(const cJSON *j)
 {

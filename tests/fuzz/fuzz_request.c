@@ -14,16 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_setup();
-    return 0;
-}
+FUZZ_PLAIN_INITIALIZE
 
 static void classify(const struct fuzz_input *in)
 {

@@ -17,16 +17,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_setup();
-    return 0;
-}
+FUZZ_PLAIN_INITIALIZE
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -88,7 +80,7 @@ static void recv_frames(struct shim_local *l, const struct fuzz_input *in)
     l->fd = sv[0];
     for (k = 0; k < 4; k++) { /* a few frames back to back */
         memset(&b, 0, sizeof(b));
-        rc = shim_local_recv_frame(l, &b, shim_local_now_ms() + 2000);
+        rc = shim_local_recv_frame(l, &b, shim_clock_ms() + 2000);
         if (rc != 0) {
             if (b.data)
                 fuzz_invalid("recv-frame", "a failed read kept its buffer");

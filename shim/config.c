@@ -259,8 +259,11 @@ static void default_sessiond(struct shim_config *c)
     if (c->sessiond[0])
         return;
     shim_real_self_dir(dir, sizeof(dir));
-    if (dir[0] == '/' && strlen(dir) + sizeof("/codeshim-sessiond") <= sizeof(c->sessiond))
-        snprintf(c->sessiond, sizeof(c->sessiond), "%s/codeshim-sessiond", dir);
+    if (dir[0] == '/') {
+        int n = snprintf(c->sessiond, sizeof(c->sessiond), "%s/codeshim-sessiond", dir);
+        if (n < 0 || (size_t)n >= sizeof(c->sessiond))
+            c->sessiond[0] = '\0'; /* too long: sessions are refused */
+    }
 }
 
 static void load(void)

@@ -314,6 +314,7 @@ static void test_worker_death(void **state)
     struct shim_config c;
     struct shim_sandbox *sb;
     struct shim_exec_result r;
+    char marker[32], code[600];
 
     (void)state;
     make_cfg(&c);
@@ -356,20 +357,23 @@ static void test_worker_death(void **state)
 
     /* killed between executions: the next one restarts transparently.
      * (The sandbox is stopped between executions: only SIGKILL, here from
-     * a POSIX timer, ends a process then, as the OOM killer would.) */
-    expect(sb, "import ctypes, struct, subprocess\n"
-               "libc = ctypes.CDLL(None, use_errno=True)\n"
-               "_ = subprocess.Popen(['sleep', '1000.301'],\n"
-               "                     preexec_fn=lambda: libc.prctl(1, 9))\n" /* dies with it */
-               "t = ctypes.c_void_p()\n"
-               "ev = bytes(8) + struct.pack('ii', 9, 0) + bytes(48)\n"
-               "assert libc.timer_create(1, ev, ctypes.byref(t)) == 0\n"
-               "assert libc.timer_settime(t, 0, struct.pack('4q', 0, 0, 0, "
-               "50000000), None) == 0",
-           SHIM_EXEC_OK, "");
-    /* the marker child has the interpreter's death as its own (PDEATHSIG) */
-    assert_int_equal(count_host_procs("sleep", "1000.301", NULL), 1);
-    assert_int_equal(wait_host_procs_gone("sleep", "1000.301", 10000), 0);
+     * a POSIX timer, ends a process then, as the OOM killer would.) The
+     * marker child dies with the interpreter (PDEATHSIG); its argument is
+     * this run's own, so no other run's marker is counted. */
+    snprintf(marker, sizeof(marker), "1000.3%05d", (int)(getpid() % 100000));
+    snprintf(code, sizeof(code),
+             "import ctypes, struct, subprocess\n"
+             "libc = ctypes.CDLL(None, use_errno=True)\n"
+             "_ = subprocess.Popen(['sleep', '%s'],\n"
+             "                     preexec_fn=lambda: libc.prctl(1, 9))\n"
+             "t = ctypes.c_void_p()\n"
+             "ev = bytes(8) + struct.pack('ii', 9, 0) + bytes(48)\n"
+             "assert libc.timer_create(1, ev, ctypes.byref(t)) == 0\n"
+             "assert libc.timer_settime(t, 0, struct.pack('4q', 0, 0, 0, "
+             "50000000), None) == 0", marker);
+    expect(sb, code, SHIM_EXEC_OK, "");
+    assert_int_equal(count_host_procs("sleep", marker, NULL), 1);
+    assert_int_equal(wait_host_procs_gone("sleep", marker, 10000), 0);
     run(sb, "print(9)", &r);
     assert_int_equal(r.status, SHIM_EXEC_OK);
     assert_non_null(strstr(r.logs, "restarted"));

@@ -177,7 +177,7 @@ static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
 {
     const cJSON *output = cJSON_GetObjectItemCaseSensitive(reply, "output"), *it;
     struct shim_call *v = NULL;
-    size_t k = 0, cap = 0;
+    size_t k = 0, want = 0;
 
     *calls = NULL;
     *n = 0;
@@ -186,6 +186,10 @@ static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
         return -EPROTO;
     cv->nreplies++;
     shim_conv_sum_usage(cv, cJSON_GetObjectItemCaseSensitive(reply, "usage"));
+    cJSON_ArrayForEach(it, output) /* counted first: one allocation, no growth */
+        want += shim_responses_is_internal(it, cv) ? 1 : 0;
+    if (want && !(v = calloc(want, sizeof(*v))))
+        return -ENOMEM;
     cJSON_ArrayForEach(it, output)
     {
         const cJSON *args;
@@ -196,16 +200,7 @@ static int r_scan(const cJSON *reply, struct shim_conv *cv, struct shim_call **c
                 *foreign = 1;
             continue;
         }
-        if (k == cap) {
-            struct shim_call *nv;
-            cap = cap ? cap * 2 : 4;
-            nv = realloc(v, cap * sizeof(*v));
-            if (!nv)
-                goto nomem;
-            v = nv;
-        }
         c = &v[k++];
-        memset(c, 0, sizeof(*c));
         c->call_id = strdup(shim_json_str(it, "call_id") ? shim_json_str(it, "call_id")
                                                          : "call_missing");
         args = cJSON_GetObjectItemCaseSensitive(it, "arguments");

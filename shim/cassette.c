@@ -1,6 +1,8 @@
 /* cassette.c - see cassette.h. */
 #include "cassette.h"
 
+#include "identity.h"
+
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
@@ -12,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,19 +72,13 @@ static void file_name(char *out, size_t n, const char *dir, const char *key, int
         snprintf(out, n, "%s/%s.json", dir, key);
 }
 
-static int secret_header(const char *line, size_t n)
+/* A header line whose name looks like a credential, by the one rule
+ * codeshim has for that (identity.c); the status line is never one. */
+static int secret_header(const char *line, size_t n, int first)
 {
-    static const char *const bad[] = {"set-cookie", "authorization", "token", "key", "cookie"};
     const char *colon = memchr(line, ':', n);
-    size_t nl = colon ? (size_t)(colon - line) : n, i, j;
 
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        size_t bl = strlen(bad[i]);
-        for (j = 0; j + bl <= nl; j++)
-            if (!strncasecmp(line + j, bad[i], bl))
-                return 1;
-    }
-    return 0;
+    return !first && shim_identity_credential_name(line, colon ? (size_t)(colon - line) : n);
 }
 
 int shim_cassette_save(const char *dir, const char *key, int occurrence, const char *url,
@@ -120,7 +115,7 @@ int shim_cassette_save(const char *dir, const char *key, int occurrence, const c
         size_t ln = nl ? (size_t)(nl - p + 1) : (size_t)(end - p), t = ln;
         while (t && (p[t - 1] == '\n' || p[t - 1] == '\r'))
             t--;
-        if (t && !secret_header(p, t)) {
+        if (t && !secret_header(p, t, p == r->head.data)) {
             char *line = strndup(p, t);
             if (line)
                 cJSON_AddItemToArray(hdrs, cJSON_CreateString(line));

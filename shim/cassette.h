@@ -8,9 +8,9 @@
  * address; the body is the exact JSON codeshim sent upstream, so a replay
  * matches when the program and its code behave the same. Files hold the
  * request body and the response (status, headers, body); request headers,
- * where API keys live, are never written, and response headers that could
- * carry credentials (set-cookie, *token*, *key*, authorization) are
- * dropped. Files are 0600 in a 0700 directory, written atomically. */
+ * where API keys live, are never written, and response headers whose
+ * name looks like a credential (identity.h's rule: *cookie*, *token*,
+ * *key*, *auth*, *secret*...) are dropped. Files are 0600 in a 0700 directory, written atomically. */
 #ifndef SHIM_CASSETTE_H
 #define SHIM_CASSETTE_H
 

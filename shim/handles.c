@@ -266,7 +266,7 @@ static int interesting(CURLoption opt)
     case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
         return 1;
     default:
-        return shim_identity_is_option(opt);
+        return 0;
     }
 }
 
@@ -274,11 +274,13 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
     struct shim_cred_update cred = {0};
+    int is_cred = 0;
     struct entry *e;
 
-    if (!h || !interesting(opt))
+    /* the switch first: most options are one of those, or neither */
+    if (!h || (!interesting(opt) && !(is_cred = shim_identity_is_option(opt))))
         return;
-    if (shim_identity_is_option(opt)) /* hashed before the lock, not under it */
+    if (is_cred) /* hashed before the lock, not under it */
         shim_identity_digest(&cred, opt, v.p);
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);

@@ -262,6 +262,13 @@ static CURLcode stop_oom(struct run *r)
     return r->streaming ? fail_stream(r, "server_error", "codeshim: out of memory") : oom(r);
 }
 
+/* The trace of this turn's upstream call (body: its parsed reply, if any). */
+static void trace_turn(struct run *r, const struct shim_http_reply *rep, const cJSON *body,
+                       CURLcode rc, const char *errbuf)
+{
+    shim_trace_upstream(r->id, r->turns, r->kind == SHIM_API_CHAT, rep, body, rc, errbuf);
+}
+
 /* Makes one upstream call and reads its answer into *reply (NULL when
  * it is not JSON). Returns 1, or 0 when the program's answer has been
  * delivered instead (*rc set): the call failed, the upstream answered an
@@ -283,19 +290,21 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
     r->turns++;
     *rc = shim_upstream_post(u, body, strlen(body), rep, errbuf);
     free(body);
-    shim_trace_upstream(r->id, r->turns, r->kind == SHIM_API_CHAT, rep, *rc, errbuf);
     if (*rc != CURLE_OK) {
+        trace_turn(r, rep, NULL, *rc, errbuf);
         *rc = r->streaming ? fail_stream(r, "upstream_unreachable", errbuf)
                            : shim_sink_fail(&r->sink, *rc, errbuf);
         return 0;
     }
     if (rep->status < 200 || rep->status >= 300) {
+        trace_turn(r, rep, NULL, CURLE_OK, errbuf);
         LOG_INFO("upstream answered %ld; handing it to the program", rep->status);
         snprintf(msg, sizeof(msg), "the model server answered HTTP %ld", rep->status);
         *rc = r->streaming ? fail_stream(r, "upstream_error", msg) : deliver_raw(r, rep);
         return 0;
     }
     err = shim_json_read(rep->body.data, rep->body.len, reply, &flaw);
+    trace_turn(r, rep, *reply, CURLE_OK, errbuf); /* the tree the loop reads */
     if (err == -ENOMEM)
         *rc = stop_oom(r);
     else if (err == -EEXIST)

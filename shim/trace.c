@@ -85,9 +85,11 @@ void shim_trace_request(const char *req_id, const char *api, const char *url,
 }
 
 void shim_trace_upstream(const char *req_id, int turn, int chat,
-                         const struct shim_http_reply *rep, CURLcode rc, const char *errbuf)
+                         const struct shim_http_reply *rep, const cJSON *body, CURLcode rc,
+                         const char *errbuf)
 {
-    cJSON *f, *body, *u;
+    cJSON *f, *own = NULL;
+    const cJSON *u;
 
     if (!shim_trace_enabled())
         return;
@@ -102,7 +104,8 @@ void shim_trace_upstream(const char *req_id, int turn, int chat,
     }
     cJSON_AddNumberToObject(f, "status", rep->status);
     cJSON_AddNumberToObject(f, "bytes", (double)rep->body.len);
-    body = shim_json_parse(rep->body.data, rep->body.len);
+    if (!body)
+        body = own = shim_json_parse(rep->body.data, rep->body.len);
     u = cJSON_GetObjectItemCaseSensitive(body, "usage");
     if (cJSON_IsObject(u)) {
         cJSON_AddNumberToObject(f, "input_tokens",
@@ -110,7 +113,7 @@ void shim_trace_upstream(const char *req_id, int turn, int chat,
         cJSON_AddNumberToObject(f, "output_tokens",
                                 (double)shim_json_int(u, chat ? "completion_tokens" : "output_tokens"));
     }
-    cJSON_Delete(body);
+    cJSON_Delete(own);
     shim_trace_emit(req_id, "upstream", f);
 }
 

@@ -25,9 +25,11 @@ void shim_trace_emit(const char *req_id, const char *event, cJSON *fields);
 void shim_trace_request(const char *req_id, const char *api, const char *url,
                         const char *model, int stream);
 /* One upstream call: its timing, and its status and token counts (chat:
- * the reply uses Chat Completions' usage names) or its failure. */
+ * the reply uses Chat Completions' usage names) or its failure. body: the
+ * reply's body already parsed, or NULL to have it parsed here. */
 void shim_trace_upstream(const char *req_id, int turn, int chat,
-                         const struct shim_http_reply *rep, CURLcode rc, const char *errbuf);
+                         const struct shim_http_reply *rep, const cJSON *body, CURLcode rc,
+                         const char *errbuf);
 void shim_trace_exec(const char *req_id, const struct shim_call *c);
 /* The program's answer; message: the failure text when rc is not OK. */
 void shim_trace_answer(const char *req_id, long status, int executions, int upstream_calls,

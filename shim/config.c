@@ -155,6 +155,40 @@ static int get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
     return 1;
 }
 
+/* A secret: a bad value is reported by name only, never echoed. */
+static void get_secret(struct parse_ctx *p, const char *name, char *out, size_t outsz)
+{
+    const char *v = p->env(name, p->ctx);
+
+    out[0] = '\0';
+    if (!v || !*v)
+        return;
+    if (strlen(v) >= outsz) {
+        if (p->warn) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "%s is too long (at most %zu bytes); ignored", name,
+                     outsz - 1);
+            p->warn(msg, p->ctx);
+        }
+        return;
+    }
+    snprintf(out, outsz, "%s", v);
+}
+
+/* The e2b backend's settings; CODESHIM_E2B_API_KEY wins over E2B_API_KEY. */
+static void get_e2b(struct parse_ctx *p, struct shim_config *c)
+{
+    get_secret(p, "CODESHIM_E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
+    if (!c->e2b_api_key[0])
+        get_secret(p, "E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
+    get_str(p, "E2B_API_URL", "https://api.e2b.app", c->e2b_api_url, sizeof(c->e2b_api_url));
+    get_str(p, "E2B_DOMAIN", "e2b.app", c->e2b_domain, sizeof(c->e2b_domain));
+    get_str(p, "CODESHIM_E2B_SANDBOX_URL", "", c->e2b_sandbox_url, sizeof(c->e2b_sandbox_url));
+    get_str(p, "CODESHIM_E2B_TEMPLATE", "code-interpreter-v1", c->e2b_template,
+            sizeof(c->e2b_template));
+    c->e2b_internet = get_bool(p, "CODESHIM_E2B_INTERNET");
+}
+
 /* CODESHIM_SESSIOND: an absolute path only; a relative one would depend on
  * whatever directory the program is in when a session starts. */
 static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
@@ -210,6 +244,14 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
     get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
     c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
+    get_e2b(&p, c);
+    get_str(&p, "CODESHIM_CONFIG", "", c->config_file, sizeof(c->config_file));
+}
+
+/* codeshim's own settings, minus secrets: helpers never need the e2b key. */
+static int own_var(const char *e)
+{
+    return !strncmp(e, "CODESHIM_", 9) && strncmp(e, "CODESHIM_E2B_API_KEY=", 21);
 }
 
 char **shim_config_own_env(void)
@@ -219,10 +261,10 @@ char **shim_config_own_env(void)
     char **out;
 
     for (i = 0; environ && environ[i]; i++)
-        n += !strncmp(environ[i], "CODESHIM_", 9);
+        n += own_var(environ[i]);
     out = calloc(n + 1, sizeof(*out));
     for (i = 0; out && environ && environ[i] && k < n; i++)
-        if (!strncmp(environ[i], "CODESHIM_", 9) && (out[k] = strdup(environ[i])) != NULL)
+        if (own_var(environ[i]) && (out[k] = strdup(environ[i])) != NULL)
             k++;
     return out;
 }

@@ -46,6 +46,20 @@ struct shim_config {
     int unsafe_no_isolation;            /* CODESHIM_UNSAFE_NO_ISOLATION=1 */
     char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */
     int warm_spare;                     /* CODESHIM_WARM_SPARE: 0|1 */
+    /* The e2b backend (CODESHIM_SANDBOX=e2b), named as e2b's SDKs name
+     * them. The key is a secret: never logged, traced or written. */
+    char e2b_api_key[256];       /* CODESHIM_E2B_API_KEY, else E2B_API_KEY */
+    char e2b_api_url[1024];      /* E2B_API_URL: the control plane */
+    char e2b_domain[256];        /* E2B_DOMAIN: sandbox hosts
+                                    https://<port>-<id>.<domain> */
+    char e2b_sandbox_url[1024];  /* CODESHIM_E2B_SANDBOX_URL: one base URL
+                                    for all in-sandbox traffic, with
+                                    E2b-Sandbox-Id/-Port headers ("" =
+                                    per-port hosts) */
+    char e2b_template[128];      /* CODESHIM_E2B_TEMPLATE */
+    int e2b_internet;            /* CODESHIM_E2B_INTERNET=1: internet on */
+    /* CODESHIM_CONFIG: a YAML file of named sandbox configurations */
+    char config_file[SHIM_PATH_MAX];
 };
 
 /* The CODESHIM_* entries of this process's environment ("NAME=value"

@@ -11,7 +11,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCURL_DISABLE_DEPRECATION -fPIC -fvisibility=hidden $(WARN) \
               -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
-LIBS := -lcjson -lpthread -ldl -lseccomp -lnettle
+LIBS := -lcjson -lpthread -ldl -lseccomp -lnettle -lyaml
 
 # Every .c under shim/ is part of the library; preload.c is the boundary
 # (the only file defining curl_* and dlopen), kept out of the unit-test

@@ -304,6 +304,27 @@ static void print_limits(const struct shim_config *cfg, const cJSON *rep,
     row("output", "%zu bytes", cfg->output_cap);
 }
 
+/* CODESHIM_CONFIG's sandboxes, or why the file cannot be used (-1). */
+static int print_named(void)
+{
+    const char *names[16], *err = shim_config_file_error();
+    int sel[16];
+    size_t n, i, def;
+
+    if (err) {
+        row("config file", "BROKEN: %s", err);
+        printf("\nresult: requests that would run code get this error\n");
+        return -1;
+    }
+    n = shim_config_sandbox_list(names, sel, 16, &def);
+    for (i = 0; i < n && i < 16; i++)
+        row(i ? "" : "named sandboxes", "%s%s%s", names[i], i == def ? " (default)" : "",
+            sel[i] ? "" : " (not selectable by requests)");
+    if (n)
+        printf("  (the checks below use the environment's settings)\n");
+    return 0;
+}
+
 int cli_check_main(void)
 {
     const struct shim_config *cfg = shim_config();
@@ -316,6 +337,8 @@ int cli_check_main(void)
 
     printf("codeshim --check: the isolation this machine gives model-written "
            "code\n\n");
+    if (print_named() < 0)
+        return 1;
     if (strcmp(cfg->sandbox, "local"))
         printf("  (CODESHIM_SANDBOX=%s: code runs there; this checks the "
                "local sandbox)\n",

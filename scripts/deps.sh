@@ -4,7 +4,7 @@
 # `make test` and .ci/run, so a fresh machine needs nothing else.
 set -eu
 PKGS="gcc make libc6-dev libcurl4-openssl-dev libcjson-dev libcmocka-dev
-curl python3 python3-pycurl python3-jsonschema python3-pytest nettle-dev
+curl python3 python3-pycurl python3-jsonschema python3-pytest nettle-dev libyaml-dev
 clang libclang-rt-14-dev libssl-dev
 bubblewrap libseccomp-dev util-linux passwd procps binutils
 python3-numpy python3-pandas python3-matplotlib

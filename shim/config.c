@@ -1,8 +1,14 @@
-/* config.c - the only getenv() caller; see config.h. */
+/* config.c - the only getenv() caller; see config.h. The process-wide
+ * settings (parsed by settings.c from the environment) and the named
+ * sandboxes of CODESHIM_CONFIG (read by confile.c, each parsed by
+ * settings.c as an overlay on the environment). */
 #include "config.h"
 
+#include "confile.h"
 #include "log.h"
 #include "real.h"
+
+#include <fcntl.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,242 +17,6 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
-struct parse_ctx {
-    shim_env_fn env;
-    shim_warn_fn warn;
-    void *ctx;
-};
-
-static void warnf(struct parse_ctx *p, const char *name, const char *val,
-                  const char *why)
-{
-    char msg[256];
-
-    if (!p->warn)
-        return;
-    snprintf(msg, sizeof(msg), "%s=%.64s is %s; using the default", name, val,
-             why);
-    p->warn(msg, p->ctx);
-}
-
-static long long get_num(struct parse_ctx *p, const char *name, long long def,
-                         long long lo, long long hi)
-{
-    const char *v = p->env(name, p->ctx);
-    char *end;
-    long long n;
-
-    if (!v || !*v)
-        return def;
-    errno = 0;
-    n = strtoll(v, &end, 10);
-    if (errno || *end || end == v) {
-        warnf(p, name, v, "not a whole number");
-        return def;
-    }
-    if (n < lo || n > hi) {
-        warnf(p, name, v, "out of range");
-        return def;
-    }
-    return n;
-}
-
-static void get_str(struct parse_ctx *p, const char *name, const char *def,
-                    char *out, size_t outsz)
-{
-    const char *v = p->env(name, p->ctx);
-
-    if (!v || !*v)
-        v = def;
-    if (strlen(v) >= outsz) {
-        warnf(p, name, v, "too long");
-        v = def;
-    }
-    snprintf(out, outsz, "%s", v);
-}
-
-/* A size in bytes: a whole number with an optional binary suffix K, M, G
- * or T (case-insensitive; "KiB"/"KB"/"K" alike). */
-static unsigned long long get_size(struct parse_ctx *p, const char *name,
-                                   unsigned long long def,
-                                   unsigned long long lo,
-                                   unsigned long long hi)
-{
-    const char *v = p->env(name, p->ctx);
-    unsigned long long n, mul = 1;
-    char *end;
-
-    if (!v || !*v)
-        return def;
-    errno = 0;
-    n = strtoull(v, &end, 10);
-    if (errno || end == v || strchr(v, '-')) {
-        warnf(p, name, v, "not a size (bytes, or a number with K, M, G or T)");
-        return def;
-    }
-    switch (*end) {
-    case 'k': case 'K': mul = 1ULL << 10; end++; break;
-    case 'm': case 'M': mul = 1ULL << 20; end++; break;
-    case 'g': case 'G': mul = 1ULL << 30; end++; break;
-    case 't': case 'T': mul = 1ULL << 40; end++; break;
-    default: break;
-    }
-    if (mul > 1 && (*end == 'i' || *end == 'I'))
-        end++;
-    if (mul > 1 && (*end == 'b' || *end == 'B'))
-        end++;
-    if (*end) {
-        warnf(p, name, v, "not a size (bytes, or a number with K, M, G or T)");
-        return def;
-    }
-    if (n > hi / mul || n * mul < lo || n * mul > hi) {
-        warnf(p, name, v, "out of range");
-        return def;
-    }
-    return n * mul;
-}
-
-static int get_bool(struct parse_ctx *p, const char *name)
-{
-    const char *v = p->env(name, p->ctx);
-
-    if (!v || !*v || !strcmp(v, "0") || !strcasecmp(v, "false") ||
-        !strcasecmp(v, "no"))
-        return 0;
-    return 1;
-}
-
-static int get_level(struct parse_ctx *p)
-{
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    const char *v = p->env("CODESHIM_LOG", p->ctx);
-    int i;
-
-    if (!v || !*v)
-        return SHIM_LOG_WARN;
-    for (i = 0; i < 4; i++)
-        if (!strcasecmp(v, names[i]))
-            return i;
-    warnf(p, "CODESHIM_LOG", v, "not one of error|warn|info|debug");
-    return SHIM_LOG_WARN;
-}
-
-/* CODESHIM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/codeshim, else
- * ${TMPDIR:-/tmp}/codeshim-<uid>: private to the user (store.c checks it,
- * and moves a default taken by someone else to a private sibling).
- * Returns 1 for a default, 0 for the user's choice. */
-static int get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
-{
-    const char *v = p->env("CODESHIM_RUNTIME_DIR", p->ctx);
-    const char *xdg = p->env("XDG_RUNTIME_DIR", p->ctx);
-    const char *tmp = p->env("TMPDIR", p->ctx);
-
-    if (v && *v && strlen(v) < outsz - 64) {
-        snprintf(out, outsz, "%s", v);
-        return 0;
-    }
-    if (xdg && *xdg == '/' && strlen(xdg) < outsz - 80)
-        snprintf(out, outsz, "%s/codeshim", xdg);
-    else if (tmp && *tmp == '/' && strlen(tmp) < outsz - 96)
-        snprintf(out, outsz, "%s/codeshim-%ld", tmp, (long)geteuid());
-    else
-        snprintf(out, outsz, "/tmp/codeshim-%ld", (long)geteuid());
-    return 1;
-}
-
-/* A secret: a bad value is reported by name only, never echoed. */
-static void get_secret(struct parse_ctx *p, const char *name, char *out, size_t outsz)
-{
-    const char *v = p->env(name, p->ctx);
-
-    out[0] = '\0';
-    if (!v || !*v)
-        return;
-    if (strlen(v) >= outsz) {
-        if (p->warn) {
-            char msg[128];
-            snprintf(msg, sizeof(msg), "%s is too long (at most %zu bytes); ignored", name,
-                     outsz - 1);
-            p->warn(msg, p->ctx);
-        }
-        return;
-    }
-    snprintf(out, outsz, "%s", v);
-}
-
-/* The e2b backend's settings; CODESHIM_E2B_API_KEY wins over E2B_API_KEY. */
-static void get_e2b(struct parse_ctx *p, struct shim_config *c)
-{
-    get_secret(p, "CODESHIM_E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
-    if (!c->e2b_api_key[0])
-        get_secret(p, "E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
-    get_str(p, "E2B_API_URL", "https://api.e2b.app", c->e2b_api_url, sizeof(c->e2b_api_url));
-    get_str(p, "E2B_DOMAIN", "e2b.app", c->e2b_domain, sizeof(c->e2b_domain));
-    get_str(p, "CODESHIM_E2B_SANDBOX_URL", "", c->e2b_sandbox_url, sizeof(c->e2b_sandbox_url));
-    get_str(p, "CODESHIM_E2B_TEMPLATE", "code-interpreter-v1", c->e2b_template,
-            sizeof(c->e2b_template));
-    c->e2b_internet = get_bool(p, "CODESHIM_E2B_INTERNET");
-}
-
-/* CODESHIM_SESSIOND: an absolute path only; a relative one would depend on
- * whatever directory the program is in when a session starts. */
-static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
-{
-    get_str(p, "CODESHIM_SESSIOND", "", out, outsz);
-    if (out[0] && out[0] != '/') {
-        warnf(p, "CODESHIM_SESSIOND", out, "not an absolute path");
-        out[0] = '\0';
-    }
-}
-
-void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
-                       void *ctx)
-{
-    struct parse_ctx p = {env, warn, ctx};
-
-    memset(c, 0, sizeof(*c));
-    c->disabled = get_bool(&p, "CODESHIM_DISABLE");
-    c->max_loops = (int)get_num(&p, "CODESHIM_MAX_LOOPS", 10, 1, 1000);
-    c->exec_timeout_s = (int)get_num(&p, "CODESHIM_EXEC_TIMEOUT", 60, 1, 86400);
-    c->output_cap =
-        (size_t)get_num(&p, "CODESHIM_OUTPUT_CAP", 20000, 256, 10 << 20);
-    c->max_request = (size_t)get_num(&p, "CODESHIM_MAX_REQUEST", 32 << 20,
-                                     4096, 1LL << 30);
-    c->max_response = (size_t)get_num(&p, "CODESHIM_MAX_RESPONSE", 64 << 20,
-                                      4096, 1LL << 30);
-    c->log_level = get_level(&p);
-    get_str(&p, "CODESHIM_LOG_FILE", "", c->log_file, sizeof(c->log_file));
-    get_str(&p, "CODESHIM_PYTHON", "/usr/bin/python3", c->python,
-            sizeof(c->python));
-    get_str(&p, "CODESHIM_SANDBOX", "local", c->sandbox, sizeof(c->sandbox));
-    get_str(&p, "TMPDIR", "/tmp", c->tmpdir, sizeof(c->tmpdir));
-    c->offline = get_bool(&p, "CODESHIM_OFFLINE");
-    get_str(&p, "CODESHIM_RECORD", "", c->record_dir, sizeof(c->record_dir));
-    get_str(&p, "CODESHIM_REPLAY", "", c->replay_dir, sizeof(c->replay_dir));
-    get_str(&p, "CODESHIM_TRACE", "", c->trace_file, sizeof(c->trace_file));
-    c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, 7 * 86400);
-    c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
-    c->runtime_dir_default = get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
-    get_sessiond(&p, c->sessiond, sizeof(c->sessiond));
-    c->memory_limit = get_size(&p, "CODESHIM_MEMORY", 1ULL << 30, 64ULL << 20,
-                               1ULL << 40);
-    c->procs_limit = (int)get_num(&p, "CODESHIM_PROCS", 256, 16, 65536);
-    c->file_size_limit = get_size(&p, "CODESHIM_FILE_SIZE", 512ULL << 20,
-                                  1ULL << 20, 1ULL << 40);
-    c->disk_limit = get_size(&p, "CODESHIM_DISK", 1ULL << 30, 1ULL << 20,
-                             1ULL << 40);
-    c->inodes_limit = (unsigned long long)get_num(&p, "CODESHIM_INODES", 65536,
-                                                  256, 1 << 24);
-    c->open_files_limit =
-        (int)get_num(&p, "CODESHIM_OPEN_FILES", 1024, 64, 1 << 20);
-    c->cpu_time_s = (int)get_num(&p, "CODESHIM_CPU_TIME", 3600, 1, 7 * 86400);
-    c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
-    get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
-    c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
-    get_e2b(&p, c);
-    get_str(&p, "CODESHIM_CONFIG", "", c->config_file, sizeof(c->config_file));
-}
 
 /* codeshim's own settings, minus secrets: helpers never need the e2b key. */
 static int own_var(const char *e)
@@ -323,4 +93,303 @@ const struct shim_config *shim_config(void)
 {
     pthread_once(&g_once, load);
     return &g_config;
+}
+
+
+/* ---- named sandboxes (CODESHIM_CONFIG) ---- */
+
+/* A file setting and the variable whose parser and range it shares. */
+static const struct {
+    const char *key, *var;
+} file_keys[] = {
+    {"backend", "CODESHIM_SANDBOX"},         {"memory", "CODESHIM_MEMORY"},
+    {"procs", "CODESHIM_PROCS"},             {"file_size", "CODESHIM_FILE_SIZE"},
+    {"disk", "CODESHIM_DISK"},               {"inodes", "CODESHIM_INODES"},
+    {"open_files", "CODESHIM_OPEN_FILES"},   {"cpu_time", "CODESHIM_CPU_TIME"},
+    {"timeout", "CODESHIM_EXEC_TIMEOUT"},    {"output_cap", "CODESHIM_OUTPUT_CAP"},
+    {"python", "CODESHIM_PYTHON"},           {"bwrap", "CODESHIM_BWRAP"},
+    {"warm_spare", "CODESHIM_WARM_SPARE"},   {"api_key", "CODESHIM_E2B_API_KEY"},
+    {"api_url", "E2B_API_URL"},              {"domain", "E2B_DOMAIN"},
+    {"sandbox_url", "CODESHIM_E2B_SANDBOX_URL"}, {"template", "CODESHIM_E2B_TEMPLATE"},
+    {"internet", "CODESHIM_E2B_INTERNET"},
+};
+#define NKEYS (sizeof(file_keys) / sizeof(file_keys[0]))
+#define ENV_PREFIX "os.environ/" /* LiteLLM's spelling for "from the environment" */
+
+struct named {
+    char name[SHIM_CONFILE_NAME_MAX];
+    int selectable;
+    struct shim_config cfg;
+};
+
+static struct {
+    pthread_once_t once;
+    struct named *v;
+    size_t n, def;
+    char error[768]; /* "" when the file loaded, or there is none */
+} g_named = {PTHREAD_ONCE_INIT, NULL, 0, 0, ""};
+
+/* The overlay: a sandbox's settings first, then the environment. */
+struct overlay {
+    const struct shim_confile_sandbox *s;
+    char error[512];
+};
+
+static void overlay_fail(struct overlay *o, int line, const char *msg)
+{
+    if (!o->error[0])
+        snprintf(o->error, sizeof(o->error), "line %d: %s", line, msg);
+}
+
+static const char *overlay_env(const char *name, void *ctx)
+{
+    struct overlay *o = ctx;
+    size_t i, k;
+
+    for (i = 0; i < o->s->npairs; i++) {
+        const struct shim_confile_pair *p = &o->s->pairs[i];
+        const char *v = p->value;
+
+        for (k = 0; k < NKEYS && strcmp(file_keys[k].key, p->key); k++)
+            ;
+        if (k == NKEYS || strcmp(file_keys[k].var, name))
+            continue;
+        if (strncmp(v, ENV_PREFIX, strlen(ENV_PREFIX)))
+            return v;
+        v = getenv(v + strlen(ENV_PREFIX));
+        if (!v || !*v) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "%s names the environment variable %.200s, which is "
+                     "not set", p->key, p->value + strlen(ENV_PREFIX));
+            overlay_fail(o, p->line, msg);
+        }
+        return v;
+    }
+    return getenv(name);
+}
+
+/* settings.c's warning about a variable, told as the file's setting. */
+static void overlay_warn(const char *msg, void *ctx)
+{
+    struct overlay *o = ctx;
+    size_t i, k, n;
+
+    for (i = 0; i < o->s->npairs; i++) {
+        const struct shim_confile_pair *p = &o->s->pairs[i];
+
+        for (k = 0; k < NKEYS && strcmp(file_keys[k].key, p->key); k++)
+            ;
+        n = k < NKEYS ? strlen(file_keys[k].var) : 0;
+        if (n && !strncmp(msg, file_keys[k].var, n) && (msg[n] == '=' || msg[n] == ' ')) {
+            char text[300];
+            snprintf(text, sizeof(text), "%s%.*s", p->key, (int)strcspn(msg + n, ";"), msg + n);
+            overlay_fail(o, p->line, text);
+            return;
+        }
+    }
+}
+
+static int check_keys(const struct shim_confile_sandbox *s, char *err, size_t errsz)
+{
+    size_t i, k;
+
+    for (i = 0; i < s->npairs; i++) {
+        const char *key = s->pairs[i].key;
+
+        for (k = 0; k < NKEYS && strcmp(file_keys[k].key, key); k++)
+            ;
+        if (k == NKEYS && strcmp(key, "selectable")) {
+            snprintf(err, errsz, "line %d: unknown setting \"%.64s\" in sandbox \"%s\" "
+                     "(known: backend, memory, procs, file_size, disk, inodes, open_files, "
+                     "cpu_time, timeout, output_cap, python, bwrap, warm_spare, api_key, "
+                     "api_url, domain, sandbox_url, template, internet, selectable)",
+                     s->pairs[i].line, key, s->name);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int truth(const char *v, int *out)
+{
+    if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
+        *out = 1;
+    else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
+        *out = 0;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+/* One named sandbox: the environment's settings with the entry's on top. */
+static int build_named(const struct shim_confile_sandbox *s, struct named *out, char *err,
+                       size_t errsz)
+{
+    struct overlay o = {s, ""};
+    const char *sel = shim_confile_get(s, "selectable");
+    const char *backend;
+
+    if (check_keys(s, err, errsz) < 0)
+        return -EINVAL;
+    snprintf(out->name, sizeof(out->name), "%s", s->name);
+    if (sel && truth(sel, &out->selectable) < 0) {
+        snprintf(err, errsz, "sandbox \"%s\": selectable must be true or false", s->name);
+        return -EINVAL;
+    }
+    shim_config_parse(&out->cfg, overlay_env, overlay_warn, &o);
+    default_sessiond(&out->cfg);
+    backend = out->cfg.sandbox;
+    if (!o.error[0] && strcmp(backend, "local") && strcmp(backend, "e2b"))
+        snprintf(o.error, sizeof(o.error), "line %d: backend \"%.32s\" is not one of local, e2b",
+                 s->line, backend);
+    if (!o.error[0] && !strcmp(backend, "e2b") && !out->cfg.e2b_api_key[0])
+        snprintf(o.error, sizeof(o.error), "line %d: an e2b sandbox needs api_key (or "
+                 "E2B_API_KEY in the environment)", s->line);
+    if (o.error[0]) {
+        snprintf(err, errsz, "sandbox \"%s\", %s", s->name, o.error);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Reads at most SHIM_CONFILE_MAX_BYTES + 1 bytes of path into a new buffer. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errsz)
+{
+    size_t cap = SHIM_CONFILE_MAX_BYTES + 1, n = 0;
+    char *buf;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        snprintf(err, errsz, "cannot open it: %s", strerror(errno));
+        return NULL;
+    }
+    buf = malloc(cap);
+    while (buf && n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r < 0) {
+                snprintf(err, errsz, "cannot read it: %s", strerror(errno));
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+        n += (size_t)r;
+    }
+    if (!buf && !err[0])
+        snprintf(err, errsz, "out of memory");
+    close(fd);
+    *len = n;
+    return buf;
+}
+
+static int load_file(const char *path, char *err, size_t errsz)
+{
+    struct shim_confile *f = calloc(1, sizeof(*f));
+    size_t len = 0, i;
+    char *text = f ? read_file(path, &len, err, errsz) : NULL;
+    int rc = text ? shim_confile_parse(text, len, f, err, errsz) : -EINVAL;
+
+    free(text);
+    if (rc == 0 && !f->nsandboxes) {
+        snprintf(err, errsz, "\"sandboxes\" names no sandbox");
+        rc = -EINVAL;
+    }
+    if (rc == 0 && !(g_named.v = calloc(f->nsandboxes, sizeof(*g_named.v)))) {
+        snprintf(err, errsz, "out of memory");
+        rc = -ENOMEM;
+    }
+    for (i = 0; rc == 0 && i < f->nsandboxes; i++)
+        rc = build_named(&f->sandboxes[i], &g_named.v[i], err, errsz);
+    if (rc == 0) {
+        g_named.n = f->nsandboxes;
+        for (i = 0; i < g_named.n && strcmp(g_named.v[i].name, f->default_name); i++)
+            ;
+        g_named.def = i;
+        if (!f->default_name[0] && g_named.n == 1)
+            g_named.def = 0;
+        else if (i == g_named.n) {
+            if (f->default_name[0])
+                snprintf(err, errsz, "default names \"%s\", which is not among the sandboxes",
+                         f->default_name);
+            else
+                snprintf(err, errsz, "no \"default\": say which sandbox requests use when "
+                         "they name none");
+            rc = -EINVAL;
+        }
+    }
+    if (rc < 0) {
+        free(g_named.v);
+        g_named.v = NULL;
+        g_named.n = 0;
+    }
+    free(f);
+    return rc;
+}
+
+static void load_named(void)
+{
+    const struct shim_config *c = shim_config();
+    char err[600] = "";
+
+    if (!c->config_file[0] || load_file(c->config_file, err, sizeof(err)) == 0)
+        return;
+    snprintf(g_named.error, sizeof(g_named.error), "CODESHIM_CONFIG=%.128s: %s", c->config_file,
+             err);
+    LOG_ERR("%s; requests that would run code are answered with this error", g_named.error);
+}
+
+const struct shim_config *shim_config_sandbox(const char *name, int named, char *why,
+                                              size_t whysz, int *status)
+{
+    size_t i;
+
+    pthread_once(&g_named.once, load_named);
+    *status = 0;
+    if (g_named.error[0]) {
+        snprintf(why, whysz, "codeshim's sandbox configuration is broken: %s", g_named.error);
+        *status = 500;
+        return NULL;
+    }
+    if (!g_named.n) {
+        if (!named || !name)
+            return shim_config();
+        snprintf(why, whysz, "this request names the sandbox \"%.64s\", but codeshim has no "
+                 "named sandboxes (CODESHIM_CONFIG is not set)", name);
+        *status = 400;
+        return NULL;
+    }
+    for (i = 0; name && i < g_named.n && strcmp(g_named.v[i].name, name); i++)
+        ;
+    if (!name || (i == g_named.n && !named))
+        return &g_named.v[g_named.def].cfg;
+    if (i < g_named.n && (g_named.v[i].selectable || i == g_named.def))
+        return &g_named.v[i].cfg;
+    snprintf(why, whysz, i == g_named.n ? "the sandbox \"%.64s\" is not configured"
+                                        : "the sandbox \"%.64s\" may not be chosen by a request "
+                                          "(it is not selectable in CODESHIM_CONFIG)", name);
+    *status = 400;
+    return NULL;
+}
+
+size_t shim_config_sandbox_list(const char **names, int *selectable, size_t max,
+                                size_t *def)
+{
+    size_t i;
+
+    pthread_once(&g_named.once, load_named);
+    *def = g_named.def;
+    for (i = 0; i < g_named.n && i < max; i++) {
+        names[i] = g_named.v[i].name;
+        selectable[i] = g_named.v[i].selectable || i == g_named.def;
+    }
+    return g_named.n;
+}
+
+const char *shim_config_file_error(void)
+{
+    pthread_once(&g_named.once, load_named);
+    return g_named.error[0] ? g_named.error : NULL;
 }

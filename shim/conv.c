@@ -165,6 +165,26 @@ size_t shim_conv_container_refs(const cJSON *req, const char **out, size_t max)
     return n;
 }
 
+const char *shim_conv_sandbox_name(const cJSON *req, int *named)
+{
+    const char *s = shim_json_str(cJSON_GetObjectItemCaseSensitive(req, "metadata"),
+                                  "codeshim_sandbox");
+    const cJSON *it;
+
+    *named = 1;
+    if (s)
+        return s;
+    *named = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "tools"))
+    {
+        const char *type = shim_json_str(it, "type");
+        if (type && !strcmp(type, "code_interpreter") &&
+            (s = shim_json_str(it, "container")) != NULL && strncmp(s, "cntr_", 5))
+            return s;
+    }
+    return NULL;
+}
+
 const char *shim_conv_session_id(const cJSON *req)
 {
     const char *s = shim_json_str(cJSON_GetObjectItemCaseSensitive(req, "metadata"), "session_id");

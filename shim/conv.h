@@ -113,6 +113,11 @@ char *shim_conv_parse_code(const char *arguments, const char **why);
  * at most max, duplicates left out. Returns the count. */
 size_t shim_conv_container_refs(const cJSON *req, const char **out, size_t max);
 /* metadata.session_id when it is a non-empty string (borrowed), or NULL. */
+/* The named sandbox configuration a request asks for (config.h):
+ * metadata.codeshim_sandbox (*named = 1), else a code_interpreter tool's
+ * container string that is not a "cntr_" id (*named = 0: it may still be
+ * a container id of another form); NULL when neither. Borrowed. */
+const char *shim_conv_sandbox_name(const cJSON *req, int *named);
 const char *shim_conv_session_id(const cJSON *req);
 /* Removes codeshim-private fields and metadata.session_id from a request
  * copy; drops metadata when that empties it. */

@@ -141,6 +141,36 @@ static CURLcode oom(struct run *r)
     return shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
 }
 
+/* The settings this request's code runs under (a named sandbox of
+ * CODESHIM_CONFIG, or the environment's); NULL once the program has an
+ * OpenAI-shaped error saying why it cannot have them. */
+static const struct shim_config *pick_settings(struct run *r, const cJSON *req)
+{
+    int named, status;
+    const char *name = shim_conv_sandbox_name(req, &named);
+    char why[1024];
+    const struct shim_config *cfg = shim_config_sandbox(name, named, why, sizeof(why), &status);
+    cJSON *err;
+    char *body;
+
+    if (cfg)
+        return cfg;
+    LOG_WARN("answered %d without sending the request: %s", status, why);
+    err = shim_json_error(why, status == 500 ? "server_error" : "invalid_request_error",
+                          status == 500 ? NULL : named ? "metadata.codeshim_sandbox"
+                                                       : "tools.container",
+                          status == 500 ? "codeshim_config" : "unknown_sandbox");
+    body = err ? cJSON_PrintUnformatted(err) : NULL;
+    if (body)
+        shim_sink_whole(&r->sink, status, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
+                        body, strlen(body));
+    else
+        oom(r);
+    free(body);
+    cJSON_Delete(err);
+    return NULL;
+}
+
 /* The upstream's own answer, as received (errors, unknown shapes). */
 static CURLcode deliver_raw(struct run *r, const struct shim_http_reply *rep)
 {
@@ -412,13 +442,14 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     memset(&r, 0, sizeof(r));
     memset(&rep, 0, sizeof(rep));
     shim_id_make(r.id, sizeof(r.id), "req_", 16);
-    r.cfg = shim_config();
+    shim_sink_init(&r.sink, h, v, t0);
+    if (!(r.cfg = pick_settings(&r, req)))
+        return r.sink.rc;
     r.kind = kind;
     r.req = req;
     r.v = v;
     r.ops = kind == SHIM_API_CHAT ? &shim_chat_ops : &shim_responses_ops;
     r.cv.max_exec = exec_cap(r.cfg, req);
-    shim_sink_init(&r.sink, h, v, t0);
     up = r.ops->prepare(req, &r.cv);
     identify(&r);
     if (up && kind == SHIM_API_RESPONSES)

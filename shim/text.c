@@ -1,6 +1,9 @@
 /* text.c - see text.h. */
 #include "text.h"
 
+#include <errno.h>
+#include <string.h>
+
 size_t shim_text_cut_back(const char *s, size_t at)
 {
     while (at > 0 && shim_text_is_cont((unsigned char)s[at]))
@@ -79,4 +82,50 @@ void shim_text_sanitize_utf8(char *s, size_t n)
         }
         i += k;
     }
+}
+
+/* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates). */
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned c = s[i], len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+                                             : (c >> 3) == 30 ? 4 : 0;
+        unsigned cp, k;
+
+        if (!len || i + len > n || (len == 2 && c < 0xc2))
+            return 0;
+        cp = len == 1 ? c : c & (0x7f >> len);
+        for (k = 1; k < len; k++) {
+            if (!shim_text_is_cont(s[i + k]))
+                return 0;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+int shim_text_safe_filename(const char *in, char *out, size_t outsz)
+{
+    const char *base = in, *p;
+    size_t n, i;
+
+    for (p = in; *p; p++)
+        if (*p == '/' || *p == '\\')
+            base = p + 1;
+    n = strlen(base);
+    if (!n || n > 255 || n >= outsz || !strcmp(base, ".") || !strcmp(base, ".."))
+        return -EINVAL;
+    for (i = 0; i < n; i++)
+        if ((unsigned char)base[i] < 0x20 || base[i] == 0x7f)
+            return -EINVAL;
+    if (!valid_utf8((const unsigned char *)base, n))
+        return -EINVAL;
+    memcpy(out, base, n + 1);
+    return 0;
 }

@@ -25,4 +25,10 @@ int shim_text_is_base64(const char *s);
 /* 2n lowercase hex digits of in, then a NUL (out holds 2n + 1). */
 void shim_text_hex(const unsigned char *in, size_t n, char *out);
 
+/* An uploaded file's name made safe for /mnt/data, into out (outsz
+ * bytes, at most 255 + 1): the part after the last '/' or '\\' (clients
+ * may send a path), refused (-EINVAL) when that is empty, "." or "..",
+ * longer than 255 bytes, not valid UTF-8, or holds a control character. */
+int shim_text_safe_filename(const char *in, char *out, size_t outsz);
+
 #endif

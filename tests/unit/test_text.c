@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "text.h"
@@ -56,12 +57,39 @@ static void hex_is_lowercase_and_terminated(void **state)
     assert_string_equal(out, "");
 }
 
+static void safe_filename_keeps_the_base_name_or_refuses(void **state)
+{
+    static const char *const bad[] = {"", ".", "..", "dir/", "a/..", "x\nname", "tab\there",
+                                      "del\x7f", "bad\xc3", "\xed\xa0\x80surrogate",
+                                      "\xc0\xafoverlong"};
+    char out[256], longname[300];
+    size_t i;
+    (void)state;
+
+    assert_int_equal(shim_text_safe_filename("data.csv", out, sizeof(out)), 0);
+    assert_string_equal(out, "data.csv");
+    assert_int_equal(shim_text_safe_filename("../../etc/passwd", out, sizeof(out)), 0);
+    assert_string_equal(out, "passwd");
+    assert_int_equal(shim_text_safe_filename("C:\\Users\\me\\r\xc3\xa9sum\xc3\xa9.pdf", out,
+                                             sizeof(out)), 0);
+    assert_string_equal(out, "r\xc3\xa9sum\xc3\xa9.pdf");
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (shim_text_safe_filename(bad[i], out, sizeof(out)) != -EINVAL)
+            fail_msg("name %zu accepted", i);
+    memset(longname, 'a', 256);
+    longname[256] = '\0';
+    assert_int_equal(shim_text_safe_filename(longname, out, sizeof(out)), -EINVAL);
+    longname[255] = '\0';
+    assert_int_equal(shim_text_safe_filename(longname, out, sizeof(out)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cut_points_never_split_a_character),
         cmocka_unit_test(sanitize_keeps_valid_text_and_length),
         cmocka_unit_test(hex_is_lowercase_and_terminated),
+        cmocka_unit_test(safe_filename_keeps_the_base_name_or_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

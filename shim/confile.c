@@ -17,6 +17,9 @@ struct walk {
 };
 
 static int fail(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;

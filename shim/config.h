@@ -58,6 +58,11 @@ struct shim_config {
                                     per-port hosts) */
     char e2b_template[128];      /* CODESHIM_E2B_TEMPLATE */
     int e2b_internet;            /* CODESHIM_E2B_INTERNET=1: internet on */
+    /* Files of containers (cstore.h) */
+    unsigned long long file_max;   /* CODESHIM_FILE_MAX: one file */
+    unsigned long long files_disk; /* CODESHIM_FILES_DISK: an identity's */
+    int container_minutes;         /* CODESHIM_CONTAINER_MINUTES: idle
+                                      expiry of a request's container */
     /* CODESHIM_CONFIG: a YAML file of named sandbox configurations */
     char config_file[SHIM_PATH_MAX];
 };

@@ -9,6 +9,7 @@
 #include "classify.h"
 #include "clock.h"
 #include "config.h"
+#include "containers.h"
 #include "sink.h"
 #include "guard.h"
 #include "handles.h"
@@ -94,6 +95,7 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
 {
     const struct shim_config *cfg = shim_config();
     struct shim_handle_view v;
+    struct shim_capi_route route;
     struct shim_json_flaw flaw;
     enum shim_api kind;
     const char *param, *why;
@@ -105,6 +107,11 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
     shim_handles_clear_answer(h);
     if (cfg->disabled || shim_handles_view(h, &v) < 0)
         return real_perform(api, h);
+    if (shim_containers_match(&v, &route) != SHIM_CAPI_NONE) {
+        rc = shim_containers_serve(api, h, &v, &route, t0);
+        shim_handle_view_free(&v);
+        return rc;
+    }
     kind = shim_classify_transfer(v.method == SHIM_METHOD_POST, v.custom_request, v.url,
                                   v.body, v.body_len, cfg->max_request);
     req = NULL;

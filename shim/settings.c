@@ -247,5 +247,8 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
     c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
     get_e2b(&p, c);
+    c->file_max = get_size(&p, "CODESHIM_FILE_MAX", 100ULL << 20, 1ULL << 10, 2ULL << 30);
+    c->files_disk = get_size(&p, "CODESHIM_FILES_DISK", 1ULL << 30, 1ULL << 20, 1ULL << 40);
+    c->container_minutes = (int)get_num(&p, "CODESHIM_CONTAINER_MINUTES", 20, 1, 7 * 1440);
     get_str(&p, "CODESHIM_CONFIG", "", c->config_file, sizeof(c->config_file));
 }

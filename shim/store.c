@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -148,20 +149,30 @@ int shim_store_read(const char *path, char *out, size_t n, int first_line)
     return 0;
 }
 
-int shim_store_write(const char *path, const char *text)
+int shim_store_write_bytes(const char *path, const void *data, size_t n)
 {
-    char tmp[SHIM_PATH_MAX + 32];
-    size_t n = strlen(text);
+    char tmp[SHIM_PATH_MAX + 48];
+    static unsigned long counter;
+    const char *p = data;
+    size_t done = 0;
     int fd, rc = 0;
 
     if (strlen(path) > SHIM_PATH_MAX)
         return -ENAMETOOLONG;
-    snprintf(tmp, sizeof(tmp), "%.4096s.%ld", path, (long)getpid());
+    snprintf(tmp, sizeof(tmp), "%.4096s.%ld.%lu", path, (long)getpid(),
+             __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
-    if (write(fd, text, n) != (ssize_t)n)
-        rc = -EIO;
+    while (!rc && done < n) {
+        ssize_t k = write(fd, p + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            rc = k < 0 && errno == ENOSPC ? -ENOSPC : -EIO;
+        else
+            done += (size_t)k;
+    }
     if (close(fd) < 0 && !rc)
         rc = -EIO;
     if (!rc && rename(tmp, path) < 0)
@@ -169,4 +180,59 @@ int shim_store_write(const char *path, const char *text)
     if (rc)
         unlink(tmp);
     return rc;
+}
+
+int shim_store_write(const char *path, const char *text)
+{
+    return shim_store_write_bytes(path, text, strlen(text));
+}
+
+int shim_store_read_all(const char *path, size_t max, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    size_t got = 0;
+    char *buf;
+
+    *out = NULL;
+    *len = 0;
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        int rc = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+        close(fd);
+        return rc;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    if (!buf)
+        return -ENOMEM;
+    if (got != (size_t)st.st_size) {
+        free(buf);
+        return -EIO;
+    }
+    buf[got] = '\0';
+    *out = buf;
+    *len = got;
+    return 0;
+}
+
+int shim_store_root(const struct shim_config *cfg, const char *sub, char *out, size_t n)
+{
+    char root[SHIM_PATH_MAX];
+    int rc;
+
+    if ((rc = runtime_root(cfg, root, sizeof(root))) < 0)
+        return rc;
+    if ((rc = shim_store_join(out, n, root, sub)) < 0)
+        return rc;
+    return shim_store_private_dir(out);
 }

@@ -36,5 +36,13 @@ int shim_store_identity_dir(const struct shim_config *cfg, const char *identity,
 int shim_store_read(const char *path, char *out, size_t n, int first_line);
 /* Writes text to path atomically (0600). 0 or -errno. */
 int shim_store_write(const char *path, const char *text);
+/* The same for bytes (-ENOSPC when the disk is full; nothing is left). */
+int shim_store_write_bytes(const char *path, const void *data, size_t n);
+/* A whole regular file of at most max bytes into a new buffer (*out,
+ * NUL-terminated; caller frees). 0, -EFBIG, or -errno. */
+int shim_store_read_all(const char *path, size_t max, char **out, size_t *len);
+/* <runtime>/sub, created private (shared by all identities of this user:
+ * its entries must say whose they are). 0 or -errno. */
+int shim_store_root(const struct shim_config *cfg, const char *sub, char *out, size_t n);
 
 #endif

@@ -1,0 +1,545 @@
+/* cstore.c - see cstore.h. */
+#include "cstore.h"
+
+#include "config.h"
+#include "ids.h"
+#include "json.h"
+#include "log.h"
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define META_MAX 4096
+#define TOMBSTONE_S (7 * 86400) /* a deleted id stays "issued" this long */
+
+static long long now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* <runtime>/containers/<hash of cid>; 0 or -errno. */
+static int dir_of(const struct shim_config *cfg, const char *cid, char *out, size_t n)
+{
+    char root[SHIM_PATH_MAX], h[65];
+    int rc = shim_store_root(cfg, "containers", root, sizeof(root));
+
+    if (rc < 0)
+        return rc;
+    shim_store_hash("codeshim-cstore-v1", cid, NULL, h);
+    return shim_store_join(out, n, root, h);
+}
+
+static int is_fid(const char *s)
+{
+    size_t i;
+
+    if (strncmp(s, "cfile_", 6) || strlen(s) != 6 + 32)
+        return 0;
+    for (i = 6; s[i]; i++)
+        if (!strchr("0123456789abcdef", s[i]))
+            return 0;
+    return 1;
+}
+
+/* A file of the container's directory by kind ('f' bytes, 'm' record). */
+static int file_path(const char *dir, char kind, const char *fid, char *out, size_t n)
+{
+    char name[80];
+
+    if (!is_fid(fid))
+        return -ENOENT;
+    snprintf(name, sizeof(name), "%c-%s", kind, fid);
+    return shim_store_join(out, n, dir, name);
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[SHIM_PATH_MAX + 300];
+
+    while (d && (e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")))
+            if (shim_store_join(p, sizeof(p), dir, e->d_name) == 0)
+                unlink(p);
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* Reads dir's meta into c and its owner; 0, -ENOENT, or -ESTALE for a
+ * deleted container's tombstone. */
+static int read_meta(const char *dir, struct shim_container *c, char owner[65])
+{
+    char p[SHIM_PATH_MAX + 8], text[META_MAX];
+    struct stat st;
+    cJSON *j;
+    const char *s;
+    int deleted;
+
+    if (shim_store_join(p, sizeof(p), dir, "meta") < 0 || shim_store_read(p, text, sizeof(text), 0) < 0 ||
+        stat(p, &st) < 0 || !(j = shim_json_parse(text, strlen(text))))
+        return -ENOENT;
+    memset(c, 0, sizeof(*c));
+    snprintf(c->id, sizeof(c->id), "%s", (s = shim_json_str(j, "id")) ? s : "");
+    snprintf(c->name, sizeof(c->name), "%s", (s = shim_json_str(j, "name")) ? s : "");
+    snprintf(c->memory_limit, sizeof(c->memory_limit), "%s",
+             (s = shim_json_str(j, "memory_limit")) ? s : "1g");
+    snprintf(owner, 65, "%s", (s = shim_json_str(j, "owner")) ? s : "");
+    c->created_at = shim_json_int(j, "created_at");
+    c->minutes = (int)shim_json_int(j, "minutes");
+    c->order = shim_json_int(j, "order");
+    c->last_active_at = (long long)st.st_mtime;
+    deleted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "deleted"));
+    cJSON_Delete(j);
+    if (!c->id[0] || !owner[0])
+        return -ENOENT;
+    return deleted ? -ESTALE : 0;
+}
+
+static int write_meta(const char *dir, const struct shim_container *c, const char *owner,
+                      int deleted)
+{
+    char p[SHIM_PATH_MAX + 8], *text;
+    cJSON *j = cJSON_CreateObject();
+    int rc;
+
+    cJSON_AddStringToObject(j, "id", c->id);
+    cJSON_AddStringToObject(j, "owner", owner);
+    cJSON_AddStringToObject(j, "name", c->name);
+    cJSON_AddStringToObject(j, "memory_limit", c->memory_limit);
+    cJSON_AddNumberToObject(j, "created_at", (double)c->created_at);
+    cJSON_AddNumberToObject(j, "minutes", c->minutes);
+    cJSON_AddNumberToObject(j, "order", (double)c->order);
+    if (deleted)
+        cJSON_AddTrueToObject(j, "deleted");
+    text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!text)
+        return -ENOMEM;
+    rc = shim_store_join(p, sizeof(p), dir, "meta");
+    if (rc == 0)
+        rc = shim_store_write(p, text);
+    free(text);
+    return rc;
+}
+
+/* Ends a container: its files go; its meta stays as a tombstone, so its
+ * id is still known as codeshim's (never sent to the upstream). */
+static void bury(const char *dir, const struct shim_container *c, const char *owner)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[SHIM_PATH_MAX + 300];
+
+    while (d && (e = readdir(d)) != NULL)
+        if ((e->d_name[0] == 'f' || e->d_name[0] == 'm') && e->d_name[1] == '-' &&
+            shim_store_join(p, sizeof(p), dir, e->d_name) == 0)
+            unlink(p);
+    if (d)
+        closedir(d);
+    write_meta(dir, c, owner, 1);
+}
+
+static int expired(const struct shim_container *c)
+{
+    return c->minutes > 0 && (long long)time(NULL) > c->last_active_at + 60LL * c->minutes;
+}
+
+/* Opens cid's directory for identity: 0 with dir (and *c) filled, or
+ * -ENOENT (an expired container is removed here). */
+static int open_dir(const struct shim_config *cfg, const char *identity, const char *cid,
+                    char *dir, size_t n, struct shim_container *c)
+{
+    char owner[65];
+    int rc;
+
+    if (!cid || strncmp(cid, "cntr_", 5) || strlen(cid) >= sizeof(c->id))
+        return -ENOENT;
+    if ((rc = dir_of(cfg, cid, dir, n)) < 0)
+        return rc;
+    if (read_meta(dir, c, owner) < 0 || strcmp(c->id, cid))
+        return -ENOENT;
+    if (strcmp(owner, identity))
+        return -ENOENT; /* another identity's: the same answer as none */
+    if (expired(c)) {
+        LOG_INFO("container %s expired after %d idle minutes: its files are removed", cid,
+                 c->minutes);
+        bury(dir, c, owner);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+static void touch(const char *dir, struct shim_container *c)
+{
+    char p[SHIM_PATH_MAX + 8];
+
+    if (shim_store_join(p, sizeof(p), dir, "meta") == 0 && utimensat(AT_FDCWD, p, NULL, 0) == 0)
+        c->last_active_at = (long long)time(NULL);
+}
+
+int shim_cstore_find(const struct shim_config *cfg, const char *identity, const char *cid,
+                     struct shim_container *out, int do_touch)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc < 0)
+        return rc;
+    if (do_touch)
+        touch(dir, &c);
+    if (out)
+        *out = c;
+    return 0;
+}
+
+int shim_cstore_issued(const struct shim_config *cfg, const char *cid)
+{
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 8];
+    struct stat st;
+
+    if (!cid || strncmp(cid, "cntr_", 5) || dir_of(cfg, cid, dir, sizeof(dir)) < 0 ||
+        shim_store_join(p, sizeof(p), dir, "meta") < 0)
+        return 0;
+    return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Calls fn on each live container identity owns; the count, or -errno. */
+static int each_container(const struct shim_config *cfg, const char *identity,
+                          void (*fn)(const char *dir, const struct shim_container *c, void *ud),
+                          void *ud)
+{
+    char root[SHIM_PATH_MAX], dir[SHIM_PATH_MAX], owner[65];
+    struct shim_container c;
+    struct dirent *e;
+    DIR *d;
+    int n = 0, rc = shim_store_root(cfg, "containers", root, sizeof(root));
+
+    if (rc < 0)
+        return rc;
+    if (!(d = opendir(root)))
+        return -errno;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || shim_store_join(dir, sizeof(dir), root, e->d_name) < 0)
+            continue;
+        rc = read_meta(dir, &c, owner);
+        if (rc == -ESTALE && (long long)time(NULL) > c.last_active_at + TOMBSTONE_S)
+            remove_tree(dir); /* anyone's old tombstone */
+        if (rc < 0 || strcmp(owner, identity))
+            continue;
+        if (expired(&c)) {
+            bury(dir, &c, owner);
+            continue;
+        }
+        n++;
+        if (fn)
+            fn(dir, &c, ud);
+    }
+    closedir(d);
+    return n;
+}
+
+int shim_cstore_create(const struct shim_config *cfg, const char *identity,
+                       struct shim_container *c)
+{
+    char dir[SHIM_PATH_MAX];
+    int rc;
+
+    if (strncmp(c->id, "cntr_", 5))
+        return -EINVAL;
+    if ((rc = each_container(cfg, identity, NULL, NULL)) < 0)
+        return rc;
+    if (rc >= SHIM_CSTORE_MAX_CONTAINERS)
+        return -EDQUOT;
+    if ((rc = dir_of(cfg, c->id, dir, sizeof(dir))) < 0)
+        return rc;
+    if (mkdir(dir, 0700) < 0)
+        return errno == EEXIST ? -EEXIST : -errno;
+    c->order = now_us();
+    c->created_at = c->last_active_at = c->order / 1000000;
+    if (!c->memory_limit[0])
+        snprintf(c->memory_limit, sizeof(c->memory_limit), "1g");
+    if ((rc = write_meta(dir, c, identity, 0)) < 0)
+        remove_tree(dir);
+    return rc;
+}
+
+struct list_acc {
+    struct shim_container *v;
+    size_t n, cap;
+    int oom;
+};
+
+static void add_container(const char *dir, const struct shim_container *c, void *ud)
+{
+    struct list_acc *a = ud;
+    (void)dir;
+
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        struct shim_container *v = realloc(a->v, cap * sizeof(*v));
+        if (!v) {
+            a->oom = 1;
+            return;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = *c;
+}
+
+static int by_created(const void *x, const void *y)
+{
+    const struct shim_container *a = x, *b = y;
+
+    if (a->order != b->order)
+        return a->order < b->order ? -1 : 1;
+    return strcmp(a->id, b->id);
+}
+
+int shim_cstore_list(const struct shim_config *cfg, const char *identity,
+                     struct shim_container **out, size_t *n)
+{
+    struct list_acc a = {NULL, 0, 0, 0};
+    int rc = each_container(cfg, identity, add_container, &a);
+
+    *out = NULL;
+    *n = 0;
+    if (rc < 0 || a.oom) {
+        free(a.v);
+        return rc < 0 ? rc : -ENOMEM;
+    }
+    if (a.n)
+        qsort(a.v, a.n, sizeof(*a.v), by_created);
+    *out = a.v;
+    *n = a.n;
+    return 0;
+}
+
+int shim_cstore_delete(const struct shim_config *cfg, const char *identity, const char *cid)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc == 0)
+        bury(dir, &c, identity);
+    return rc;
+}
+
+/* ---------------- files ---------------- */
+
+static int read_record(const char *dir, const char *fid, struct shim_cfile *f)
+{
+    char p[SHIM_PATH_MAX + 80], text[2048];
+    const char *s;
+    cJSON *j;
+
+    if (file_path(dir, 'm', fid, p, sizeof(p)) < 0 || shim_store_read(p, text, sizeof(text), 0) < 0 ||
+        !(j = shim_json_parse(text, strlen(text))))
+        return -ENOENT;
+    memset(f, 0, sizeof(*f));
+    snprintf(f->id, sizeof(f->id), "%s", fid);
+    snprintf(f->path, sizeof(f->path), "%s", (s = shim_json_str(j, "path")) ? s : "");
+    snprintf(f->source, sizeof(f->source), "%s", (s = shim_json_str(j, "source")) ? s : "user");
+    f->bytes = shim_json_int(j, "bytes");
+    f->created_at = shim_json_int(j, "created_at");
+    f->order = shim_json_int(j, "order");
+    cJSON_Delete(j);
+    return f->path[0] ? 0 : -ENOENT;
+}
+
+/* The records of dir's files, oldest first; n counts them. */
+static int records(const char *dir, struct shim_cfile **out, size_t *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct shim_cfile *v = NULL;
+    size_t cap = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (!d)
+        return -errno;
+    while ((e = readdir(d)) != NULL && *n < SHIM_CSTORE_MAX_FILES + 1) {
+        struct shim_cfile f;
+        if (strncmp(e->d_name, "m-", 2) || read_record(dir, e->d_name + 2, &f) < 0)
+            continue;
+        if (*n == cap) {
+            struct shim_cfile *w = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+            if (!w) {
+                free(v);
+                closedir(d);
+                return -ENOMEM;
+            }
+            v = w;
+        }
+        v[(*n)++] = f;
+    }
+    closedir(d);
+    *out = v;
+    return 0;
+}
+
+static int by_file_created(const void *x, const void *y)
+{
+    const struct shim_cfile *a = x, *b = y;
+
+    if (a->order != b->order)
+        return a->order < b->order ? -1 : 1;
+    return strcmp(a->id, b->id);
+}
+
+int shim_cstore_files(const struct shim_config *cfg, const char *identity, const char *cid,
+                      struct shim_cfile **out, size_t *n)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    *out = NULL;
+    *n = 0;
+    if (rc < 0 || (rc = records(dir, out, n)) < 0)
+        return rc;
+    touch(dir, &c);
+    if (*n)
+        qsort(*out, *n, sizeof(**out), by_file_created);
+    return 0;
+}
+
+struct usage {
+    unsigned long long bytes;
+};
+
+static void add_usage(const char *dir, const struct shim_container *c, void *ud)
+{
+    struct usage *u = ud;
+    struct shim_cfile *v;
+    size_t n, i;
+    (void)c;
+
+    if (records(dir, &v, &n) < 0)
+        return;
+    for (i = 0; i < n; i++)
+        u->bytes += (unsigned long long)v[i].bytes;
+    free(v);
+}
+
+int shim_cstore_put(const struct shim_config *cfg, const char *identity, const char *cid,
+                    const char *path, const void *data, size_t len, const char *source,
+                    struct shim_cfile *out)
+{
+    struct shim_container c;
+    struct shim_cfile *v = NULL, f;
+    struct usage u = {0};
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80], *rec;
+    size_t n = 0, i;
+    cJSON *j;
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc < 0)
+        return rc;
+    if (len > cfg->file_max)
+        return -EFBIG;
+    if ((rc = records(dir, &v, &n)) < 0)
+        return rc;
+    each_container(cfg, identity, add_usage, &u);
+    for (i = 0; i < n; i++)
+        if (!strcmp(v[i].path, path) && u.bytes >= (unsigned long long)v[i].bytes)
+            u.bytes -= (unsigned long long)v[i].bytes; /* replaced below */
+    if (n >= SHIM_CSTORE_MAX_FILES || u.bytes + len > cfg->files_disk) {
+        free(v);
+        return -EDQUOT;
+    }
+    memset(&f, 0, sizeof(f));
+    shim_id_make(f.id, sizeof(f.id), "cfile_", 32);
+    snprintf(f.path, sizeof(f.path), "%s", path);
+    snprintf(f.source, sizeof(f.source), "%s", source);
+    f.bytes = (long long)len;
+    f.order = now_us();
+    f.created_at = f.order / 1000000;
+    j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "path", f.path);
+    cJSON_AddStringToObject(j, "source", f.source);
+    cJSON_AddNumberToObject(j, "bytes", (double)f.bytes);
+    cJSON_AddNumberToObject(j, "created_at", (double)f.created_at);
+    cJSON_AddNumberToObject(j, "order", (double)f.order);
+    rec = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    rc = rec ? file_path(dir, 'f', f.id, p, sizeof(p)) : -ENOMEM;
+    if (rc == 0)
+        rc = shim_store_write_bytes(p, data, len);
+    if (rc == 0 && (rc = file_path(dir, 'm', f.id, p, sizeof(p))) == 0 &&
+        (rc = shim_store_write(p, rec)) < 0) {
+        file_path(dir, 'f', f.id, p, sizeof(p));
+        unlink(p);
+    }
+    free(rec);
+    for (i = 0; rc == 0 && i < n; i++) /* the file it replaces */
+        if (!strcmp(v[i].path, path)) {
+            if (file_path(dir, 'm', v[i].id, p, sizeof(p)) == 0)
+                unlink(p);
+            if (file_path(dir, 'f', v[i].id, p, sizeof(p)) == 0)
+                unlink(p);
+        }
+    free(v);
+    if (rc == 0) {
+        touch(dir, &c);
+        if (out)
+            *out = f;
+    }
+    return rc;
+}
+
+int shim_cstore_file(const struct shim_config *cfg, const char *identity, const char *cid,
+                     const char *fid, struct shim_cfile *meta, char **data, size_t *len)
+{
+    struct shim_container c;
+    struct shim_cfile f;
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc < 0 || (rc = read_record(dir, fid, &f)) < 0)
+        return rc;
+    if (data) {
+        if ((rc = file_path(dir, 'f', fid, p, sizeof(p))) < 0 ||
+            (rc = shim_store_read_all(p, cfg->file_max, data, len)) < 0)
+            return rc == -ENOENT ? -ENOENT : rc;
+    }
+    touch(dir, &c);
+    if (meta)
+        *meta = f;
+    return 0;
+}
+
+int shim_cstore_remove(const struct shim_config *cfg, const char *identity, const char *cid,
+                       const char *fid)
+{
+    struct shim_container c;
+    struct shim_cfile f;
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc < 0 || (rc = read_record(dir, fid, &f)) < 0)
+        return rc;
+    if (file_path(dir, 'm', fid, p, sizeof(p)) == 0)
+        unlink(p);
+    if (file_path(dir, 'f', fid, p, sizeof(p)) == 0)
+        unlink(p);
+    touch(dir, &c);
+    return 0;
+}

@@ -1,0 +1,259 @@
+"""OpenAI's Containers API, answered by codeshim for the containers it
+issued: the curl CLI under the library against a fake upstream that must
+receive nothing for codeshim's ids, and everything else untouched.  Every
+answer is validated against OpenAI's schema; downloads are byte-exact,
+through stdout and through `curl -o`; another API key sees the same 404 as
+for a container that never existed; uploads are curl -F (a libcurl MIME
+post) and hand-made multipart bodies; state survives across separate
+program runs (each curl is a new process)."""
+
+import json
+import os
+
+import pytest
+
+import schema_check
+from conftest import run
+
+CURL = "/usr/bin/curl"
+KEY_A = "sk-tenant-a-000111"
+KEY_B = "sk-tenant-b-999888"
+
+
+def curl(args, key=KEY_A, env=None, timeout=60):
+    cmd = [CURL, "-sS", "-w", "\n%{http_code} %{content_type}"]
+    if key:
+        cmd += ["-H", "Authorization: Bearer " + key]
+    rc, out, err = run(cmd + list(args), env=env, timeout=timeout)
+    body, _, tail = out.rpartition(b"\n")
+    code, _, ctype = tail.decode().partition(" ")
+    return rc, int(code or 0), ctype, body, err
+
+
+def call(args, key=KEY_A, status=200, component=None, **kw):
+    rc, code, ctype, body, err = curl(args, key, **kw)
+    assert (rc, code) == (0, status), (rc, code, body, err.decode(errors="replace"))
+    j = json.loads(body)
+    if component:
+        schema_check.validate(j, component)
+    if status >= 400:
+        assert set(j) == {"error"} and j["error"]["type"], j
+    return j
+
+
+def create(url, name="box", key=KEY_A, **extra):
+    body = dict({"name": name}, **extra)
+    return call(["-H", "Content-Type: application/json", "-d", json.dumps(body),
+                 url + "/containers"], key, component="ContainerResource")
+
+
+def upload(url, cid, path, key=KEY_A, status=200):
+    return call(["-F", "file=@%s" % path, "%s/containers/%s/files" % (url, cid)], key, status,
+                component="ContainerFileResource" if status == 200 else None)
+
+
+def test_create_get_list_delete(fake):
+    a = create(fake.url, "first", expires_after={"anchor": "last_active_at", "minutes": 5},
+               memory_limit="4g")
+    assert a["id"].startswith("cntr_") and a["name"] == "first" and a["status"] == "running"
+    assert a["expires_after"] == {"anchor": "last_active_at", "minutes": 5}
+    assert a["memory_limit"] == "4g"
+    b = create(fake.url, "second")
+    assert b["expires_after"]["minutes"] == 20 and b["memory_limit"] == "1g"
+    got = call([fake.url + "/containers/" + a["id"]], component="ContainerResource")
+    assert got["id"] == a["id"] and got["name"] == "first"
+    lst = call([fake.url + "/containers"], component="ContainerListResource")
+    ids = [c["id"] for c in lst["data"]]
+    assert ids.index(b["id"]) < ids.index(a["id"])  # newest first by default
+    named = call([fake.url + "/containers?name=first"], component="ContainerListResource")
+    assert [c["id"] for c in named["data"]] == [a["id"]]
+    d = call(["-X", "DELETE", fake.url + "/containers/" + a["id"]])
+    assert d == {"id": a["id"], "object": "container.deleted", "deleted": True}
+    gone = call([fake.url + "/containers/" + a["id"]], status=404)
+    assert a["id"] in gone["error"]["message"]
+    assert a["id"] not in [c["id"] for c in call([fake.url + "/containers"])["data"]]
+    assert fake.requests() == []  # nothing of this reached the upstream
+
+
+def test_bad_create_bodies(fake):
+    for body, param in (({}, "name"), ({"name": "x", "memory_limit": "3g"}, "memory_limit"),
+                        ({"name": "x", "expires_after": {"anchor": "last_active_at",
+                                                          "minutes": 0}},
+                         "expires_after.minutes"),
+                        ({"name": "x", "file_ids": ["file_1"]}, "file_ids")):
+        j = call(["-H", "Content-Type: application/json", "-d", json.dumps(body),
+                  fake.url + "/containers"], status=400)
+        assert j["error"]["param"] == param, (body, j)
+    j = call(["-d", "not json", fake.url + "/containers"], status=400)
+    assert j["error"]["param"] == "name"
+    assert fake.requests() == []
+
+
+def test_upload_list_download_byte_exact(fake, tmp_path):
+    c = create(fake.url)
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(os.urandom(700000) + b"\r\n--boundary-lookalike\r\n" + bytes(range(256)))
+    csv = tmp_path / "table.csv"
+    csv.write_text("a,b\n1,2\n")
+    f1 = upload(fake.url, c["id"], blob)
+    f2 = upload(fake.url, c["id"], csv)
+    assert f1["path"] == "/mnt/data/blob.bin" and f1["bytes"] == blob.stat().st_size
+    assert f1["source"] == "user" and f1["container_id"] == c["id"]
+    assert f2["id"].startswith("cfile_") and f2["id"] != f1["id"]
+    files = call(["%s/containers/%s/files" % (fake.url, c["id"])],
+                 component="ContainerFileListResource")
+    assert [f["id"] for f in files["data"]] == [f2["id"], f1["id"]]
+    meta = call(["%s/containers/%s/files/%s" % (fake.url, c["id"], f1["id"])],
+                component="ContainerFileResource")
+    assert meta == f1
+    rc, code, ctype, body, _ = curl(["%s/containers/%s/files/%s/content" %
+                                     (fake.url, c["id"], f1["id"])])
+    assert (rc, code, ctype) == (0, 200, "application/octet-stream")
+    assert body == blob.read_bytes()
+    out = tmp_path / "down.csv"
+    rc, code, ctype, body, _ = curl(["-o", out, "%s/containers/%s/files/%s/content" %
+                                     (fake.url, c["id"], f2["id"])])
+    assert (rc, code, ctype) == (0, 200, "text/csv") and out.read_bytes() == b"a,b\n1,2\n"
+    # the same name again replaces the file (a new id)
+    csv.write_text("a,b\n3,4\n")
+    f3 = upload(fake.url, c["id"], csv)
+    files = call(["%s/containers/%s/files" % (fake.url, c["id"])])
+    assert sorted(f["id"] for f in files["data"]) == sorted([f1["id"], f3["id"]])
+    call(["%s/containers/%s/files/%s" % (fake.url, c["id"], f2["id"])], status=404)
+    d = call(["-X", "DELETE", "%s/containers/%s/files/%s" % (fake.url, c["id"], f3["id"])])
+    assert d == {"id": f3["id"], "object": "container.file.deleted", "deleted": True}
+    call(["%s/containers/%s/files/%s/content" % (fake.url, c["id"], f3["id"])], status=404)
+    assert fake.requests() == []
+
+
+def test_hand_made_multipart_body(fake, tmp_path):
+    c = create(fake.url)
+    body = (b"--XyZ\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nx\r\n"
+            b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; "
+            b"filename=\"C:\\\\Users\\\\me\\\\notes.txt\"\r\n\r\nhello\r\n--XyZ--\r\n")
+    p = tmp_path / "body"
+    p.write_bytes(body)
+    f = call(["-H", "Content-Type: multipart/form-data; boundary=XyZ", "--data-binary",
+              "@%s" % p, "%s/containers/%s/files" % (fake.url, c["id"])],
+             component="ContainerFileResource")
+    assert f["path"] == "/mnt/data/notes.txt" and f["bytes"] == 5
+
+
+def test_unsafe_or_malformed_uploads_leave_nothing(fake, tmp_path):
+    c = create(fake.url)
+    files_url = "%s/containers/%s/files" % (fake.url, c["id"])
+    bad = [
+        (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"..\"\r\n\r\nx"
+         b"\r\n--b--\r\n", "unsafe"),
+        (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\x01b\"\r\n\r\nx"
+         b"\r\n--b--\r\n", "unsafe"),
+        (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t.txt\"\r\n\r\n"
+         b"truncated, no closing delimiter", "multipart"),
+        (b"--b\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx\r\n--b--\r\n",
+         "multipart"),
+    ]
+    for i, (body, why) in enumerate(bad):
+        p = tmp_path / ("b%d" % i)
+        p.write_bytes(body)
+        j = call(["-H", "Content-Type: multipart/form-data; boundary=b", "--data-binary",
+                  "@%s" % p, files_url], status=400)
+        assert j["error"]["param"] == "file" and why in j["error"]["message"], j
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 5000)
+    j = call(["-F", "file=@%s" % big, files_url], status=400, env={"CODESHIM_FILE_MAX": "4K"})
+    assert "CODESHIM_FILE_MAX" in j["error"]["message"]
+    assert call([files_url])["data"] == []
+
+
+def test_disk_budget_per_api_key(fake, tmp_path):
+    env, key = {"CODESHIM_FILES_DISK": "1M"}, "sk-budget-" + os.urandom(6).hex()
+    c, c2 = create(fake.url, key=key), create(fake.url, "other", key=key)
+    blob = tmp_path / "x.bin"
+    blob.write_bytes(b"y" * 600000)
+    call(["-F", "file=@%s" % blob, "%s/containers/%s/files" % (fake.url, c["id"])], key,
+         env=env, component="ContainerFileResource")
+    # the budget is the key's, across its containers
+    j = call(["-F", "file=@%s" % blob, "%s/containers/%s/files" % (fake.url, c2["id"])], key,
+             status=400, env=env)
+    assert "CODESHIM_FILES_DISK" in j["error"]["message"]
+    assert call(["%s/containers/%s/files" % (fake.url, c2["id"])], key)["data"] == []
+    # replacing the same file fits: it is counted once
+    call(["-F", "file=@%s" % blob, "%s/containers/%s/files" % (fake.url, c["id"])], key, env=env)
+    # another key has a budget of its own
+    other = "sk-budget-other-" + os.urandom(6).hex()
+    c3 = create(fake.url, key=other)
+    call(["-F", "file=@%s" % blob, "%s/containers/%s/files" % (fake.url, c3["id"])], other,
+         env=env, component="ContainerFileResource")
+
+
+def test_other_api_key_gets_404_like_a_missing_container(fake, tmp_path):
+    c = create(fake.url, key=KEY_A)
+    p = tmp_path / "s.txt"
+    p.write_text("secret of A")
+    f = upload(fake.url, c["id"], p, key=KEY_A)
+    missing = "cntr_" + "0" * 48
+    mine = call([fake.url + "/containers/" + c["id"]], key=KEY_B, status=404)
+    # an id codeshim never issued goes to the upstream: the fake answers its own 404
+    for path in ("", "/files", "/files/" + f["id"], "/files/" + f["id"] + "/content"):
+        j = call([fake.url + "/containers/" + c["id"] + path], key=KEY_B, status=404)
+        assert "secret" not in json.dumps(j)
+    for args in (["-X", "DELETE", fake.url + "/containers/" + c["id"]],
+                 ["-X", "DELETE", "%s/containers/%s/files/%s" % (fake.url, c["id"], f["id"])],
+                 ["-F", "file=@%s" % p, "%s/containers/%s/files" % (fake.url, c["id"])]):
+        call(args, key=KEY_B, status=404)
+    assert c["id"] not in json.dumps(call([fake.url + "/containers"], key=KEY_B))
+    assert mine["error"]["message"] == "No container found with id '%s'." % c["id"]
+    assert fake.requests() == []
+    # and A still has it all
+    rc, code, _, body, _ = curl(["%s/containers/%s/files/%s/content" %
+                                 (fake.url, c["id"], f["id"])], key=KEY_A)
+    assert (code, body) == (200, b"secret of A")
+    # a foreign id is the upstream's business, untouched
+    rc, code, _, body, _ = curl([fake.url + "/containers/" + missing])
+    assert [q["path"] for q in fake.requests()] == ["/v1/containers/" + missing]
+
+
+def test_pagination(fake):
+    made = [create(fake.url, "p%d" % i)["id"] for i in range(5)]
+    seen, after = [], None
+    while True:
+        q = "?limit=2&order=asc" + ("&after=" + after if after else "")
+        page = call([fake.url + "/containers" + q], component="ContainerListResource")
+        seen += [c["id"] for c in page["data"]]
+        if not page["has_more"]:
+            break
+        assert page["last_id"] == page["data"][-1]["id"]
+        after = page["last_id"]
+    assert [i for i in seen if i in made] == made
+    j = call([fake.url + "/containers?limit=0"], status=400)
+    assert j["error"]["param"] == "limit"
+    j = call([fake.url + "/containers?order=sideways"], status=400)
+    assert j["error"]["param"] == "order"
+
+
+def test_expired_container_is_gone(fake, tmp_path):
+    c = create(fake.url, expires_after={"anchor": "last_active_at", "minutes": 1})
+    from conftest import RUNTIME_DIR
+    import glob
+    metas = [m for m in glob.glob(str(RUNTIME_DIR) + "*/containers/*/meta")
+             if c["id"] in open(m).read()]
+    assert len(metas) == 1
+    old = os.stat(metas[0]).st_mtime - 120
+    os.utime(metas[0], (old, old))
+    call([fake.url + "/containers/" + c["id"]], status=404)
+    assert fake.requests() == []  # still codeshim's id: not sent upstream
+
+
+def test_runtime_dir_holds_no_key(fake, tmp_path):
+    c = create(fake.url)
+    p = tmp_path / "k.txt"
+    p.write_text("data")
+    upload(fake.url, c["id"], p)
+    from conftest import RUNTIME_DIR
+    for root, _, names in os.walk(str(RUNTIME_DIR)):
+        for n in names:
+            try:
+                data = open(os.path.join(root, n), "rb").read()
+            except OSError:
+                continue
+            assert KEY_A.encode() not in data and KEY_A.encode() not in n.encode()

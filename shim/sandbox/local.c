@@ -140,9 +140,21 @@ static int local_exec(void *state, const char *code, size_t len,
     return rc;
 }
 
+static int local_file_get(void *state, const char *name, size_t max, char **out, size_t *len)
+{
+    return shim_local_file_get(state, name, max, out, len);
+}
+
+static int local_file_put(void *state, const char *name, const void *data, size_t len)
+{
+    return shim_local_file_put(state, name, data, len);
+}
+
 const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
     .exec = local_exec,
     .destroy = local_destroy,
+    .file_get = local_file_get,
+    .file_put = local_file_put,
 };

@@ -10,6 +10,8 @@
  *   local_chan.c   the control socket: frames with deadlines
  *   local_msg.c    every text the model or the log gets from this backend
  *   local_spare.c  the warm spare: the next sandbox, started in advance
+ *   local_files.c  the files of /mnt/data, read and written between
+ *                  executions
  * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
  *
  * A struct shim_local is one sandbox instance; it is used by one thread at a
@@ -177,5 +179,13 @@ void shim_local_lost(const struct shim_local *l, int rc, int st,
 struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
 int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
 void shim_local_spare_prepare(const struct shim_local_params *p);
+
+/* local_files.c: a file of /mnt/data (name relative to it) into a new
+ * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not a
+ * regular file), and a file written whole as name (no "/"), replacing one
+ * of that name atomically. 0 or -errno. */
+int shim_local_file_get(struct shim_local *l, const char *name, size_t max, char **out,
+                        size_t *len);
+int shim_local_file_put(struct shim_local *l, const char *name, const void *data, size_t len);
 
 #endif

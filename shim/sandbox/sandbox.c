@@ -82,6 +82,34 @@ int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
     return 0;
 }
 
+int shim_sandbox_file_get(struct shim_sandbox *sb, const char *name, size_t max, char **out,
+                          size_t *len)
+{
+    int rc;
+
+    *out = NULL;
+    *len = 0;
+    if (!sb->ops->file_get)
+        return -ENOTSUP;
+    pthread_mutex_lock(&sb->mu);
+    rc = sb->ops->file_get(sb->state, name, max, out, len);
+    pthread_mutex_unlock(&sb->mu);
+    return rc;
+}
+
+int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void *data,
+                          size_t len)
+{
+    int rc;
+
+    if (!sb->ops->file_put)
+        return -ENOTSUP;
+    pthread_mutex_lock(&sb->mu);
+    rc = sb->ops->file_put(sb->state, name, data, len);
+    pthread_mutex_unlock(&sb->mu);
+    return rc;
+}
+
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb)
 {
     return sb ? sb->id : "";

@@ -32,6 +32,16 @@ int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out);
  * out->logs), or -errno only when no result could be produced at all. */
 int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
                       struct shim_exec_result *out);
+/* A file of /mnt/data (name relative to it, as result.h lists them) into a
+ * new buffer (caller frees) of at most max bytes: 0, -EFBIG, -ENOENT (no
+ * such regular file: symlinks are never followed), -ENOTSUP (the backend
+ * has no files), or -errno. */
+int shim_sandbox_file_get(struct shim_sandbox *sb, const char *name, size_t max, char **out,
+                          size_t *len);
+/* Writes /mnt/data/name (a plain name: no "/") whole; the code sees the
+ * old file or the new one, never a part. 0 or -errno. */
+int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void *data,
+                          size_t len);
 /* "cntr_" + 48 hex, stable for the sandbox's life. Borrowed. */
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb);
 void shim_sandbox_close(struct shim_sandbox *sb);

@@ -20,6 +20,10 @@ struct shim_sandbox_ops {
                 struct shim_exec_result *out);
     /* Stop everything the sandbox started and free state. */
     void (*destroy)(void *state);
+    /* The files of /mnt/data between executions (shim_sandbox_file_get,
+     * _put); NULL when the backend has none. */
+    int (*file_get)(void *state, const char *name, size_t max, char **out, size_t *len);
+    int (*file_put)(void *state, const char *name, const void *data, size_t len);
 };
 
 extern const struct shim_sandbox_ops shim_sandbox_local;

@@ -45,6 +45,17 @@
 #     "exit": "..."}; worker JSON: {"status": "ok"|"error", "images":
 #     [{"mime", "data"}]} (empty unless kind is D); output: the cell's
 #     stdout and stderr in order, cut to head and tail around a note.
+#   between requests, the files of DATA_DIR (never following a symlink,
+#   regular files only; NAME is relative, "/"-separated, without "." or
+#   ".." parts):
+#   host -> us: b"G" + seq(4) + offset(8) + max(4) + NAME
+#   us -> host: b"F" + seq(4) + status(1) + size(8) + up to max bytes from
+#     offset; status: O ok, N no such regular file, E an error
+#   host -> us: b"P" + seq(4) + flags(1) + len(2) + NAME + bytes: appended
+#     to a hidden part file (flags & 2: the first chunk, started afresh),
+#     which becomes NAME (atomically) with the last chunk (flags & 1);
+#     NAME has no "/"
+#   us -> host: b"F" + seq(4) + status(1) + size(8) (O, N bad name, E)
 # Worker protocol (socketpair, fd 3 of the worker): the same framing; a
 # request is b"E" + seq(4) + source, with the write end of a fresh pipe
 # for the cell's output attached to its first bytes (SCM_RIGHTS); a reply
@@ -57,6 +68,7 @@ def _supervisor():
     import _signal
     import _socket
     import _json
+    import _stat
     import select
 
     mode = sys.argv[1]
@@ -466,6 +478,76 @@ def _supervisor():
                         len(meta).to_bytes(4, "big"), meta,
                         len(wjson).to_bytes(4, "big"), wjson, body)))
 
+    def open_under(rel, flags):
+        # rel inside data_dir, each step without following a symlink
+        parts = rel.split("/")
+        if not rel or any(x in ("", ".", "..") for x in parts):
+            return None
+        d = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for x in parts[:-1]:
+                n = os.open(x, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                            os.O_CLOEXEC, dir_fd=d)
+                os.close(d)
+                d = n
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC |
+                           os.O_NONBLOCK, 0o644, dir_fd=d)
+        finally:
+            os.close(d)
+
+    def file_reply(seq, status, size=0, data=b""):
+        frame(b"".join((b"F", seq, status, size.to_bytes(8, "big"), data)))
+
+    def get_file(payload):
+        seq, off = payload[1:5], int.from_bytes(payload[5:13], "big")
+        want = int.from_bytes(payload[13:17], "big")
+        try:
+            rel = payload[17:].decode("utf-8", "surrogateescape")
+            fd = open_under(rel, os.O_RDONLY)
+        except (OSError, ValueError):
+            fd = None
+        if fd is None:
+            return file_reply(seq, b"N")
+        try:
+            st_ = os.fstat(fd)
+            if not _stat.S_ISREG(st_.st_mode):
+                return file_reply(seq, b"N")
+            data = os.pread(fd, min(want, 4 << 20), off)
+            file_reply(seq, b"O", st_.st_size, data)
+        except OSError:
+            file_reply(seq, b"E")
+        finally:
+            os.close(fd)
+
+    def put_file(payload):
+        seq, flags = payload[1:5], payload[5]
+        last, first = flags & 1, flags & 2
+        n = int.from_bytes(payload[6:8], "big")
+        name = payload[8:8 + n].decode("utf-8", "surrogateescape")
+        part = ".codeshim-upload-" + name
+        if "/" in name or name in ("", ".", "..") or len(part) > 255:
+            return file_reply(seq, b"N")
+        try:
+            fd = open_under(part, os.O_WRONLY | os.O_CREAT | os.O_APPEND |
+                            (os.O_TRUNC if first else 0))
+            try:
+                data = memoryview(payload)[8 + n:]
+                while data:
+                    data = data[os.write(fd, data):]
+                size = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+            if last:
+                os.replace(os.path.join(data_dir, part),
+                           os.path.join(data_dir, name))
+            file_reply(seq, b"O", size)
+        except OSError:
+            try:
+                os.unlink(os.path.join(data_dir, part))
+            except OSError:
+                pass
+            file_reply(seq, b"E")
+
     def start(payload):
         nonlocal cell
         seq = payload[1:5]
@@ -604,6 +686,12 @@ def _supervisor():
                 break
             payload = bytes(hin[4:4 + n])
             del hin[:4 + n]
+            if cell is None and n >= 17 and payload[:1] == b"G":
+                get_file(payload)
+                continue
+            if cell is None and n >= 8 and payload[:1] == b"P":
+                put_file(payload)
+                continue
             if cell is not None or n < 5 or payload[:1] != b"E":
                 kill_all()
                 os._exit(2)

@@ -1,6 +1,6 @@
 /* sessiond.c - codeshim-sessiond, the supervisor of one session.
  *
- *   codeshim-sessiond DIR SETTINGS
+ *   codeshim-sessiond DIR SETTINGS [CONTAINER_ID]
  *
  * Started by the library (shim/session.c) when a request names a session
  * that has no supervisor yet. It refuses to start unless the program's
@@ -10,12 +10,17 @@
  * opens one sandbox through sandbox.h with those settings, and serves
  * DIR/sock (protocol: proto.h): one connection at a time, so executions
  * from several programs sharing the session are serialised. Every
- * execution gets an answer: a result too large for a frame is cut (with a
+ * execution gets an answer (and {"op":"get"} / {"op":"put"} move a file of
+ * /mnt/data as base64, at most FILE_CHUNK bytes a request: a get names an
+ * offset; a put with "first" starts the file, the one with "last" ends
+ * it). CONTAINER_ID, when given (an explicit container, cstore.h), is the
+ * id the session reports. A result too large for a frame is cut (with a
  * note), and one that still cannot be sent becomes an error saying so; the
  * connection is never just closed on a result. It exits by itself after
  * CODESHIM_SESSION_TTL seconds without a request, or on {"op":"close"} or
  * SIGTERM, closing the sandbox (every sandbox process ends) and removing
  * DIR. It touches DIR on every use: the library's LRU cap reads that. */
+#include "base64.h"
 #include "clock.h"
 #include "config.h"
 #include "log.h"
@@ -99,6 +104,91 @@ static void send_answer(int fd, cJSON *ans, const char *cid, const char *setting
     cJSON_Delete(ans);
 }
 
+#define FILE_CHUNK (16u << 20)
+
+/* A put in progress: chunks accumulate until the last one. */
+static struct {
+    char name[256];
+    char *data;
+    size_t len;
+} pending;
+
+static cJSON *file_answer(int rc)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    if (ans && rc < 0)
+        cJSON_AddNumberToObject(ans, "errno", -rc);
+    return ans;
+}
+
+static cJSON *get_file(struct shim_sandbox *sb, const cJSON *req)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+    double max = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "max"));
+    double off = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "offset"));
+    char *data = NULL, *b64;
+    size_t len = 0, n;
+    cJSON *ans;
+    int rc;
+
+    if (!name || !(max >= 0 && max <= 4e9) || !(off >= 0 && off <= 4e9))
+        return file_answer(-EINVAL);
+    rc = shim_sandbox_file_get(sb, name, (size_t)max, &data, &len);
+    if (rc < 0 || (size_t)off > len) {
+        free(data);
+        return file_answer(rc < 0 ? rc : -EINVAL);
+    }
+    n = len - (size_t)off < FILE_CHUNK ? len - (size_t)off : FILE_CHUNK;
+    b64 = shim_base64_encode(data + (size_t)off, n);
+    free(data);
+    ans = file_answer(b64 ? 0 : -ENOMEM);
+    if (ans && b64) {
+        cJSON_AddStringToObject(ans, "data", b64);
+        cJSON_AddNumberToObject(ans, "size", (double)len);
+    }
+    free(b64);
+    return ans;
+}
+
+static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+    const char *b64 = cJSON_GetStringValue(cJSON_GetObjectItem(req, "data"));
+    int first = cJSON_IsTrue(cJSON_GetObjectItem(req, "first"));
+    int last = cJSON_IsTrue(cJSON_GetObjectItem(req, "last"));
+    char *chunk, *grown;
+    size_t n;
+    int rc;
+
+    if (!name || !b64 || strlen(name) >= sizeof(pending.name))
+        return file_answer(-EINVAL);
+    if (first) {
+        free(pending.data);
+        memset(&pending, 0, sizeof(pending));
+        snprintf(pending.name, sizeof(pending.name), "%s", name);
+    } else if (strcmp(pending.name, name)) {
+        return file_answer(-EPROTO);
+    }
+    if ((rc = shim_base64_decode(b64, &chunk, &n)) < 0)
+        return file_answer(rc);
+    grown = realloc(pending.data, pending.len + n + 1);
+    if (!grown) {
+        free(chunk);
+        return file_answer(-ENOMEM);
+    }
+    memcpy(grown + pending.len, chunk, n);
+    free(chunk);
+    pending.data = grown;
+    pending.len += n;
+    if (!last)
+        return file_answer(0);
+    rc = shim_sandbox_file_put(sb, pending.name, pending.data, pending.len);
+    free(pending.data);
+    memset(&pending, 0, sizeof(pending));
+    return file_answer(rc);
+}
+
 /* One connection: our greeting, then one request. Returns 1 when the
  * session must end. */
 static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *settings)
@@ -124,6 +214,9 @@ static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *s
             ans = error_answer("Error: the session's sandbox failed.");
         }
         send_answer(fd, envelope(ans, cid, settings), cid, settings);
+    } else if (op && (!strcmp(op, "get") || !strcmp(op, "put"))) {
+        ans = envelope(!strcmp(op, "get") ? get_file(sb, req) : put_file(sb, req), cid, settings);
+        send_answer(fd, ans, cid, settings);
     } else {
         end = op && !strcmp(op, "close");
         ans = envelope(cJSON_CreateObject(), cid, settings);
@@ -146,9 +239,10 @@ int main(int argc, char **argv)
     long long last;
     pid_t pid;
 
-    if (argc != 3 || argv[1][0] != '/') {
-        fprintf(stderr, "usage: %s /path/to/session-dir SETTINGS (started by libcodeshim)\n",
-                argv[0]);
+    if ((argc != 3 && argc != 4) || argv[1][0] != '/' ||
+        (argc == 4 && (strncmp(argv[3], "cntr_", 5) || strlen(argv[3]) >= sizeof(cid)))) {
+        fprintf(stderr, "usage: %s /path/to/session-dir SETTINGS [CONTAINER_ID] (started by "
+                "libcodeshim)\n", argv[0]);
         return 2;
     }
     dir = argv[1];
@@ -180,7 +274,7 @@ int main(int argc, char **argv)
     signal(SIGHUP, SIG_IGN);
     if (shim_sandbox_open(cfg, &sb) < 0)
         return 1;
-    snprintf(cid, sizeof(cid), "%s", shim_sandbox_container_id(sb));
+    snprintf(cid, sizeof(cid), "%s", argc == 4 ? argv[3] : shim_sandbox_container_id(sb));
     write_file(dir, "cntr", cid);
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
     write_file(dir, "pid", pidtxt);

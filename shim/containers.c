@@ -13,6 +13,7 @@
 #include "json.h"
 #include "log.h"
 #include "multipart.h"
+#include "session.h"
 #include "sink.h"
 #include "text.h"
 #include "upload.h"
@@ -177,10 +178,13 @@ static CURLcode get(struct call *c)
 
 static CURLcode del(struct call *c)
 {
+    struct shim_session *live;
     int rc = shim_cstore_delete(c->cfg, c->identity, c->r->cid);
 
     if (rc < 0)
         return store_error(c, rc, c->r->cid);
+    if (shim_session_find_bound(c->cfg, c->identity, c->r->cid, &live) == 0)
+        shim_session_end(live); /* its sandbox goes with it */
     LOG_INFO("containers API: deleted %s", c->r->cid);
     return send_json(c, 200, shim_capi_deleted(c->r->cid, "container.deleted"));
 }
@@ -252,6 +256,22 @@ static CURLcode content(struct call *c)
     return rc;
 }
 
+/* A container whose session is running gets the file in /mnt/data at
+ * once (else it is placed there when its sandbox starts: files.h). */
+static void to_live_sandbox(struct call *c, const char *name, const char *data, size_t len)
+{
+    struct shim_session *live;
+    int rc;
+
+    if (shim_session_find_bound(c->cfg, c->identity, c->r->cid, &live) < 0)
+        return;
+    rc = shim_session_file_put(live, name, data, len);
+    if (rc < 0)
+        LOG_WARN("container %s: the upload is stored, but the running sandbox did not take "
+                 "it (%s)", c->r->cid, strerror(-rc));
+    shim_session_close(live);
+}
+
 /* The "file" part of a multipart body, stored under its sanitised name. */
 static CURLcode upload_multipart(struct call *c, const char *ctype, const char *body, size_t len)
 {
@@ -283,6 +303,8 @@ static CURLcode upload_multipart(struct call *c, const char *ctype, const char *
     snprintf(path, sizeof(path), "/mnt/data/%s", name);
     err = shim_cstore_put(c->cfg, c->identity, c->r->cid, path, parts[i].data, parts[i].len,
                           "user", &f);
+    if (err == 0)
+        to_live_sandbox(c, name, parts[i].data, parts[i].len);
     free(parts);
     if (err < 0)
         return store_error(c, err, c->r->cid);

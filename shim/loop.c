@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "config.h"
 #include "conv.h"
+#include "files.h"
 #include "sink.h"
 #include "identity.h"
 #include "ids.h"
@@ -31,6 +32,7 @@ struct run {
     struct shim_conv cv;
     const struct shim_handle_view *v;
     struct shim_session *box; /* opened at the first tool call */
+    struct shim_files files;  /* its container's files (files.h) */
     struct shim_sink sink;
     struct shim_stream st;
     int streaming; /* SSE headers and first events sent */
@@ -63,13 +65,18 @@ static int open_box(struct run *r)
 {
     const char *refs[16];
     struct shim_session_req rq;
+    int rc;
 
     memset(&rq, 0, sizeof(rq));
     rq.identity = r->identity;
     rq.session_id = shim_conv_session_id(r->req);
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
-    return shim_session_open(r->cfg, &rq, &r->box);
+    rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req);
+    rc = shim_session_open(r->cfg, &rq, &r->box);
+    if (rc == 0)
+        shim_files_opened(&r->files, r->cfg, r->identity, r->box, rq.bind_container != NULL);
+    return rc;
 }
 
 /* Runs one call of codeshim's tool; every outcome becomes tool output.
@@ -111,6 +118,8 @@ static void run_call(struct run *r, struct shim_call *c)
         /* the container may have been restarted: report the one used */
         snprintf(c->container_id, sizeof(c->container_id), "%s",
                  shim_session_container_id(r->box));
+        if (c->res.files_changed)
+            shim_files_sync(&r->files, r->cfg, r->identity, r->box, c->res.files, c->res.nfiles);
         note = shim_session_take_note(r->box);
         c->output = join3(note ? note : "", c->res.logs ? c->res.logs : "", "");
         c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
@@ -370,6 +379,8 @@ static CURLcode answer(struct run *r, const struct shim_http_reply *rep, const c
     if (!ans)
         return stop_oom(r);
     remember(r, reply, calls, n, foreign);
+    if (r->kind == SHIM_API_RESPONSES)
+        shim_files_annotate(&r->files, ans);
     if (r->streaming) {
         shim_stream_finish(&r->st, ans);
         rc = shim_sink_end(&r->sink);
@@ -481,6 +492,7 @@ out:
         shim_stream_free(&r.st);
     shim_http_reply_free(&rep);
     shim_upstream_close(u);
+    shim_files_free(&r.files);
     shim_session_close(r.box);
     shim_conv_free(&r.cv);
     cJSON_Delete(up);

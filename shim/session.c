@@ -6,6 +6,8 @@
  * sandbox/'s business. */
 #include "session.h"
 
+#include "base64.h"
+#include "buf.h"
 #include "config.h"
 #include "json.h"
 #include "log.h"
@@ -41,6 +43,8 @@ struct shim_session {
     char name[65];
     char settings[65]; /* shim_session_settings(cfg) */
     char cid[64];
+    char bind[64]; /* the explicit container this session is, or "" */
+    int fresh;     /* its sandbox started with this open */
     char note[512];
 };
 
@@ -180,10 +184,10 @@ static int sessiond_path(const struct shim_config *cfg, char *out, size_t n)
 /* Starts codeshim-sessiond for dir; it daemonises and its first process
  * exits once the socket listens, so waiting for it costs no zombie. */
 static int spawn_supervisor(const struct shim_config *cfg, const char *dir,
-                            const char *settings)
+                            const char *settings, const char *bind)
 {
     char path[SHIM_PATH_MAX], tmpenv[SHIM_PATH_MAX + 8];
-    char *argv[] = {path, (char *)dir, (char *)settings, NULL};
+    char *argv[] = {path, (char *)dir, (char *)settings, bind[0] ? (char *)bind : NULL, NULL};
     char **own, **envp;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -325,7 +329,7 @@ static int attach(struct shim_session *b, int *created)
         make_room(b->cfg, b->iddir, b->name);
         if ((rc = shim_store_private_dir(b->dir)) < 0)
             return rc;
-        if ((rc = spawn_supervisor(b->cfg, b->dir, b->settings)) < 0) {
+        if ((rc = spawn_supervisor(b->cfg, b->dir, b->settings, b->bind)) < 0) {
             remove_dir(b->dir);
             return rc;
         }
@@ -379,6 +383,7 @@ static int open_private(struct shim_session *b, const struct shim_session_req *r
 
     if (rc < 0)
         return rc;
+    b->fresh = 1;
     snprintf(b->cid, sizeof(b->cid), "%s", shim_sandbox_container_id(b->sb));
     if ((old = stale_ref(b, rq)) != NULL)
         expired_note(b, old);
@@ -397,7 +402,9 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
     b->cfg = cfg;
     shim_session_settings(cfg, b->settings);
     *out = b;
-    if ((!rq->session_id && !rq->ncontainers) ||
+    if (rq->bind_container && strlen(rq->bind_container) < sizeof(b->bind))
+        snprintf(b->bind, sizeof(b->bind), "%s", rq->bind_container);
+    if ((!rq->session_id && !rq->ncontainers && !b->bind[0]) ||
         shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
         return open_private(b, rq);
     lk = lock_identity(b->iddir);
@@ -405,8 +412,10 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         LOG_WARN("session lock: %s; using a private sandbox", strerror(-lk));
         return open_private(b, rq);
     }
-    if (rq->session_id) {
-        shim_session_name(rq->identity, rq->session_id, b->settings, b->name);
+    if (b->bind[0] || rq->session_id) {
+        char key[80];
+        snprintf(key, sizeof(key), "container:%s", b->bind);
+        shim_session_name(rq->identity, b->bind[0] ? key : rq->session_id, b->settings, b->name);
         rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);
@@ -424,6 +433,7 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         b->dir[0] = '\0';
         return open_private(b, rq);
     }
+    b->fresh = created;
     if (created && stale_ref(b, rq))
         expired_note(b, stale_ref(b, rq));
     LOG_INFO("%s session sandbox %s", created ? "started" : "attached to", b->cid);
@@ -585,4 +595,152 @@ void shim_session_close(struct shim_session *b)
         return;
     shim_sandbox_close(b->sb); /* a session lives on in its supervisor */
     free(b);
+}
+
+/* ---------------- files ---------------- */
+
+#define FILE_CHUNK (16u << 20) /* sessiond's */
+
+/* One file request in the session: one connection; *ans the answer. */
+static int file_call(struct shim_session *b, cJSON *msg, cJSON **ans)
+{
+    int fd = connect_dir(b->dir), rc;
+
+    *ans = NULL;
+    if (fd < 0) {
+        cJSON_Delete(msg);
+        return fd;
+    }
+    rc = greeting(b, fd, 30000);
+    if (rc == 0)
+        rc = msg ? shim_proto_send(fd, msg, 30000) : -ENOMEM;
+    if (rc == 0)
+        rc = shim_proto_recv(fd, ans, 60000);
+    cJSON_Delete(msg);
+    close(fd);
+    if (rc == 0 && cJSON_GetObjectItem(*ans, "errno")) {
+        rc = -(int)cJSON_GetNumberValue(cJSON_GetObjectItem(*ans, "errno"));
+        if (rc >= 0)
+            rc = -EPROTO;
+    }
+    if (rc < 0) {
+        cJSON_Delete(*ans);
+        *ans = NULL;
+    }
+    return rc;
+}
+
+int shim_session_file_get(struct shim_session *b, const char *name, size_t max, char **out,
+                          size_t *len)
+{
+    struct shim_buf acc;
+    double size = 0;
+    int rc = 0;
+
+    *out = NULL;
+    *len = 0;
+    if (b->sb)
+        return shim_sandbox_file_get(b->sb, name, max, out, len);
+    shim_buf_init(&acc, max + 1);
+    do {
+        cJSON *msg = cJSON_CreateObject(), *ans;
+        const char *b64;
+        char *chunk;
+        size_t n;
+
+        cJSON_AddStringToObject(msg, "op", "get");
+        cJSON_AddStringToObject(msg, "name", name);
+        cJSON_AddNumberToObject(msg, "max", (double)max);
+        cJSON_AddNumberToObject(msg, "offset", (double)acc.len);
+        if ((rc = file_call(b, msg, &ans)) < 0)
+            break;
+        b64 = shim_json_str(ans, "data");
+        size = cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "size"));
+        rc = b64 && size >= 0 && size <= (double)max ? shim_base64_decode(b64, &chunk, &n) : -EPROTO;
+        cJSON_Delete(ans);
+        if (rc < 0)
+            break;
+        rc = !n && (double)acc.len < size ? -EIO : n ? shim_buf_add(&acc, chunk, n) : 0;
+        free(chunk);
+    } while (rc == 0 && (double)acc.len < size);
+    if (rc < 0) {
+        shim_buf_free(&acc);
+        return rc == -E2BIG ? -EFBIG : rc;
+    }
+    if (!acc.data && !(acc.data = calloc(1, 1)))
+        return -ENOMEM;
+    *out = shim_buf_take(&acc, len);
+    return *out ? 0 : -ENOMEM;
+}
+
+int shim_session_file_put(struct shim_session *b, const char *name, const void *data,
+                          size_t len)
+{
+    const char *p = data;
+    size_t off = 0;
+    int rc;
+
+    if (b->sb)
+        return shim_sandbox_file_put(b->sb, name, data, len);
+    do {
+        size_t n = len - off < FILE_CHUNK ? len - off : FILE_CHUNK;
+        char *b64 = shim_base64_encode(p + off, n);
+        cJSON *msg = cJSON_CreateObject(), *ans = NULL;
+
+        if (!b64 || !msg) {
+            free(b64);
+            cJSON_Delete(msg);
+            return -ENOMEM;
+        }
+        cJSON_AddStringToObject(msg, "op", "put");
+        cJSON_AddStringToObject(msg, "name", name);
+        cJSON_AddStringToObject(msg, "data", b64);
+        free(b64);
+        cJSON_AddBoolToObject(msg, "first", off == 0);
+        cJSON_AddBoolToObject(msg, "last", off + n == len);
+        rc = file_call(b, msg, &ans);
+        cJSON_Delete(ans);
+        if (rc < 0)
+            return rc;
+        off += n;
+    } while (off < len);
+    return 0;
+}
+
+int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
+                            const char *cid, struct shim_session **out)
+{
+    struct shim_session *b = calloc(1, sizeof(*b));
+    char key[80];
+
+    *out = NULL;
+    if (!b)
+        return -ENOMEM;
+    b->cfg = cfg;
+    shim_session_settings(cfg, b->settings);
+    snprintf(b->bind, sizeof(b->bind), "%.63s", cid);
+    snprintf(key, sizeof(key), "container:%s", b->bind);
+    shim_session_name(identity, key, b->settings, b->name);
+    if (shim_store_identity_dir(cfg, identity, b->iddir, sizeof(b->iddir)) < 0 ||
+        shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name) < 0 || !alive(b->dir)) {
+        free(b);
+        return -ENOENT;
+    }
+    snprintf(b->cid, sizeof(b->cid), "%s", b->bind);
+    *out = b;
+    return 0;
+}
+
+int shim_session_is_new(const struct shim_session *b)
+{
+    return b && b->fresh;
+}
+
+void shim_session_end(struct shim_session *b)
+{
+    if (!b)
+        return;
+    if (!b->sb && b->dir[0])
+        close_session(b->dir, 5000);
+    shim_session_close(b);
 }

@@ -43,6 +43,9 @@ struct shim_session_req {
     const char *session_id;  /* metadata.session_id, or NULL */
     const char *const *containers; /* container ids the request refers to */
     size_t ncontainers;
+    /* an explicit container (cstore.h) the sandbox is: the session is
+     * keyed by it and reports it as its container id; NULL if none */
+    const char *bind_container;
 };
 
 /* Opens the sandbox for a request. 0 or -errno. */
@@ -57,6 +60,22 @@ const char *shim_session_container_id(const struct shim_session *b);
 /* A note for the model, once: earlier state is gone (NULL if none). */
 const char *shim_session_take_note(struct shim_session *b);
 void shim_session_close(struct shim_session *b);
+
+/* The files of the sandbox's /mnt/data (sandbox.h's contract): through
+ * the supervisor for a session (in chunks), directly for a private
+ * sandbox. 0 or -errno. */
+int shim_session_file_get(struct shim_session *b, const char *name, size_t max, char **out,
+                          size_t *len);
+int shim_session_file_put(struct shim_session *b, const char *name, const void *data,
+                          size_t len);
+/* The running session of explicit container cid, if there is one (none is
+ * started): 0 with *out (close it), or -ENOENT. */
+int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
+                            const char *cid, struct shim_session **out);
+/* Ends a found session's sandbox now (its supervisor exits) and closes b. */
+void shim_session_end(struct shim_session *b);
+/* Whether the sandbox was started by this open (its /mnt/data is empty). */
+int shim_session_is_new(const struct shim_session *b);
 
 /* The fingerprint of cfg's sandbox settings: backend, isolation on or
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU

@@ -257,3 +257,95 @@ def test_runtime_dir_holds_no_key(fake, tmp_path):
             except OSError:
                 continue
             assert KEY_A.encode() not in data and KEY_A.encode() not in n.encode()
+
+
+# ------------------------------------------------- files the code wrote, and files it reads
+
+import hashlib
+import re
+
+from test_core_responses import CI_TOOL, KEY as CORE_KEY, blocks, ci_items, ours, req  # noqa: E402,E501
+
+WRITE_BOTH = (
+    "import hashlib, matplotlib\n"
+    "matplotlib.use('Agg')\n"
+    "import matplotlib.pyplot as plt\n"
+    "open('/mnt/data/table.csv', 'w').write('x,y\\n' + ''.join('%d,%d\\n' % (i, i * i) "
+    "for i in range(50)))\n"
+    "plt.plot([1, 2, 3]); plt.savefig('/mnt/data/plot.png'); plt.close()\n"
+    "for n in ('table.csv', 'plot.png'):\n"
+    "    print(n, hashlib.sha256(open('/mnt/data/' + n, 'rb').read()).hexdigest())\n"
+    "print('See [the table](sandbox:/mnt/data/table.csv) and sandbox:/mnt/data/plot.png.')\n")
+
+
+def message_text_and_annotations(r):
+    [msg] = [o for o in r["output"] if o["type"] == "message"]
+    [part] = msg["content"]
+    return part["text"], part["annotations"]
+
+
+def test_code_writes_csv_and_png_downloaded_byte_exact(fake, tmp_path):
+    r = ours(fake.url + "/responses", req(blocks(WRITE_BOTH)))
+    [ci] = ci_items(r)
+    digests = dict(re.findall(r"^(table\.csv|plot\.png) ([0-9a-f]{64})$",
+                              "".join(o["logs"] for o in ci["outputs"] if o["type"] == "logs"),
+                              re.M))
+    assert set(digests) == {"table.csv", "plot.png"}, ci
+    text, ann = message_text_and_annotations(r)
+    assert [a["filename"] for a in ann] == ["table.csv", "plot.png"], ann
+    for a in ann:
+        assert a["type"] == "container_file_citation" and a["container_id"] == ci["container_id"]
+        span = text[a["start_index"]:a["end_index"]]
+        assert span.endswith(a["filename"] + ")") or span.endswith(a["filename"]), (span, a)
+    # two more programs: the download, byte-exact, with another curl each
+    for a in ann:
+        out = tmp_path / a["filename"]
+        rc, code, ctype, _, _ = curl(["-o", out, "%s/containers/%s/files/%s/content" %
+                                      (fake.url, a["container_id"], a["file_id"])], CORE_KEY)
+        assert (rc, code) == (0, 200)
+        assert hashlib.sha256(out.read_bytes()).hexdigest() == digests[a["filename"]]
+        assert ctype == ("text/csv" if a["filename"].endswith(".csv") else "image/png")
+    lst = call(["%s/containers/%s/files" % (fake.url, ci["container_id"])], CORE_KEY,
+               component="ContainerFileListResource")
+    assert {f["path"] for f in lst["data"]} == {"/mnt/data/table.csv", "/mnt/data/plot.png"}
+    assert {f["source"] for f in lst["data"]} == {"assistant"}
+    # the request's container is listed, and is another key's 404
+    assert ci["container_id"] in [c["id"] for c in call([fake.url + "/containers"],
+                                                        CORE_KEY)["data"]]
+    call(["%s/containers/%s/files/%s/content" % (fake.url, ci["container_id"],
+                                                 ann[0]["file_id"])], key=KEY_B, status=404)
+
+
+def test_uploaded_file_is_read_by_the_sessions_code(fake, tmp_path):
+    c = create(fake.url, "data work", key=CORE_KEY)
+    csv = tmp_path / "sales.csv"
+    csv.write_text("region,amount\nnorth,10\nsouth,32\n")
+    upload(fake.url, c["id"], csv, key=CORE_KEY)
+    code = ("import csv\nrows = list(csv.DictReader(open('/mnt/data/sales.csv')))\n"
+            "print(sum(int(r['amount']) for r in rows))\n")
+    tool = dict(CI_TOOL, container=c["id"])
+    r = ours(fake.url + "/responses", req(blocks(code), tools=[tool]))
+    [ci] = ci_items(r)
+    assert ci["container_id"] == c["id"], ci
+    assert "42" in ci["outputs"][0]["logs"], ci
+    # a second upload lands in the running sandbox at once
+    more = tmp_path / "more.txt"
+    more.write_text("later")
+    upload(fake.url, c["id"], more, key=CORE_KEY)
+    r = ours(fake.url + "/responses",
+             req(blocks("x = 1\nprint(open('/mnt/data/more.txt').read(), len(rows))\n"),
+                 tools=[tool]))
+    assert "later 2" in ci_items(r)[0]["outputs"][0]["logs"]
+    # another key naming the same container gets a sandbox of its own
+    r = ours(fake.url + "/responses", req(blocks("import os\nprint(os.listdir('/mnt/data'))\n"),
+                                          tools=[tool]),
+             env={"OPENAI_API_KEY": KEY_B}, extra=("-H", "Authorization: Bearer " + KEY_B))
+    [ci_b] = ci_items(r)
+    assert ci_b["container_id"] != c["id"] and "sales.csv" not in ci_b["outputs"][0]["logs"]
+    # deleting the container ends its sandbox and files
+    call(["-X", "DELETE", fake.url + "/containers/" + c["id"]], CORE_KEY)
+    r = ours(fake.url + "/responses", req(blocks("print(sorted(globals()).count('rows'))\n"),
+                                          tools=[tool]))
+    [ci] = ci_items(r)
+    assert ci["container_id"] != c["id"]
+    assert "0" in ci["outputs"][-1]["logs"] or "expired" in ci["outputs"][-1]["logs"], ci

@@ -1,0 +1,46 @@
+/* files.h - a request's files: the container its sandbox is, in the
+ * container store (cstore.h), so the Containers API lists it and serves
+ * what the code wrote; the files of /mnt/data copied there when the answer
+ * is made; and container_file_citation annotations where the model's
+ * final text links them (sandbox:/mnt/data/NAME, cite.h).
+ *
+ * A request's own (auto) container is recorded with CODESHIM_CONTAINER_
+ * MINUTES of idle expiry; an explicit one (POST /v1/containers, named in
+ * tools[].container) already is, and a sandbox started for it afresh gets
+ * the stored files back in /mnt/data before any code runs. */
+#ifndef SHIM_FILES_H
+#define SHIM_FILES_H
+
+#include "capi.h"
+#include "session.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+struct shim_config;
+
+struct shim_files {
+    char cid[64];
+    struct shim_cfile *v; /* the container's files after the last sync */
+    size_t n;
+    int synced;
+};
+
+/* The explicit container a request names (tools[].container = "cntr_..."
+ * that identity owns in the store), or NULL. Borrowed from req. */
+const char *shim_files_bound(const struct shim_config *cfg, const char *identity,
+                             const cJSON *req);
+/* After the sandbox opened: records or refreshes its container; puts the
+ * stored files into a fresh sandbox of an explicit container. */
+void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
+                       const char *identity, struct shim_session *box, int bound);
+/* Copies names (result.h's listing of /mnt/data) into the store: files
+ * new or of another size than the stored ones of that path. */
+void shim_files_sync(struct shim_files *f, const struct shim_config *cfg, const char *identity,
+                     struct shim_session *box, char *const *names, size_t n);
+/* Adds the annotations to every output_text of a Responses answer's
+ * message items (their "annotations" arrays). */
+void shim_files_annotate(const struct shim_files *f, cJSON *response);
+void shim_files_free(struct shim_files *f);
+
+#endif

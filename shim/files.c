@@ -81,8 +81,24 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
             LOG_INFO("container %s is not recorded: its files will not be downloadable", f->cid);
     }
     reload(f, cfg, identity);
-    if (bound && shim_session_is_new(box))
+    if (bound && shim_session_is_new(box)) {
         restore(f, cfg, identity, box);
+        snprintf(f->note, sizeof(f->note),
+                 "[Note: the earlier sandbox of container %s has expired; its variables and "
+                 "imports are not here. This is a new sandbox for the same container%s.]\n",
+                 f->cid, f->n ? ", with its files back in /mnt/data" : "");
+    }
+}
+
+const char *shim_files_take_note(struct shim_files *f)
+{
+    static __thread char note[400];
+
+    if (!f->note[0])
+        return NULL;
+    snprintf(note, sizeof(note), "%s", f->note);
+    f->note[0] = '\0';
+    return note;
 }
 
 static const struct shim_cfile *by_path(const struct shim_files *f, const char *path)

@@ -24,6 +24,7 @@ struct shim_files {
     struct shim_cfile *v; /* the container's files after the last sync */
     size_t n;
     int synced;
+    char note[400]; /* for the model, once: the sandbox is new, files back */
 };
 
 /* The explicit container a request names (tools[].container = "cntr_..."
@@ -38,6 +39,8 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
  * new or of another size than the stored ones of that path. */
 void shim_files_sync(struct shim_files *f, const struct shim_config *cfg, const char *identity,
                      struct shim_session *box, char *const *names, size_t n);
+/* The note for the model about a restarted container, once (or NULL). */
+const char *shim_files_take_note(struct shim_files *f);
 /* Adds the annotations to every output_text of a Responses answer's
  * message items (their "annotations" arrays). */
 void shim_files_annotate(const struct shim_files *f, cJSON *response);

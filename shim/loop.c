@@ -83,7 +83,7 @@ static int open_box(struct run *r)
  * A streaming program sees the call start before the sandbox runs. */
 static void run_call(struct run *r, struct shim_call *c)
 {
-    const char *why = NULL, *note;
+    const char *why = NULL, *note, *fnote;
     int rc = 0;
 
     c->executed = 1;
@@ -121,7 +121,8 @@ static void run_call(struct run *r, struct shim_call *c)
         if (c->res.files_changed)
             shim_files_sync(&r->files, r->cfg, r->identity, r->box, c->res.files, c->res.nfiles);
         note = shim_session_take_note(r->box);
-        c->output = join3(note ? note : "", c->res.logs ? c->res.logs : "", "");
+        fnote = shim_files_take_note(&r->files);
+        c->output = join3(note ? note : "", fnote ? fnote : "", c->res.logs ? c->res.logs : "");
         c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
                     : c->res.status == SHIM_EXEC_FAILED ? "failed"
                                                         : "completed";

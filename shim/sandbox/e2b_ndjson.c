@@ -60,7 +60,7 @@ size_t shim_e2b_strip_ansi(char *s, size_t n)
                 i++;
             if (i < n && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e)
                 i++;
-        } else if (i < n && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x5f) {
+        } else if (i < n && (unsigned char)s[i] >= 0x30 && (unsigned char)s[i] <= 0x7e) {
             i++;
         }
     }

@@ -37,7 +37,7 @@ int shim_e2b_ndjson_line(struct shim_e2b_ndjson *p, const char *line, size_t len
  * p is freed. 0 or -ENOMEM. */
 int shim_e2b_ndjson_finish(struct shim_e2b_ndjson *p, struct shim_exec_result *out);
 void shim_e2b_ndjson_free(struct shim_e2b_ndjson *p);
-/* Removes ANSI escape sequences (CSI and two-byte ESC forms) in place;
+/* Removes ANSI escape sequences (CSI, and two-byte ESC x forms) in place;
  * returns the new length. */
 size_t shim_e2b_strip_ansi(char *s, size_t n);
 

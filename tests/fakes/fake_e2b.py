@@ -52,6 +52,8 @@ Fault knobs (attributes / methods of the server):
     truncate_next_exec = True   the next /execute stream stops after its
                                 first line (connection closed, no
                                 end_of_execution)
+    vanish_after_exec = True    the sandbox of the next /execute vanishes
+                                once that execution is over
     keepalive_s                 (default 5.0)
 """
 
@@ -379,6 +381,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+            if fake._take_vanish():
+                fake.vanish(sb.id)
             self._chunk(b'{"type": "end_of_execution"}\n')
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -412,6 +416,7 @@ class FakeE2B:
         self.exec_502_after_create = 0
         self.keepalive_s = 5.0
         self.truncate_next_exec = False
+        self.vanish_after_exec = False
         self.restarts = 0
         self.disconnects = 0
         self._lock = threading.Lock()
@@ -480,6 +485,11 @@ class FakeE2B:
         with self._lock:
             t, self.truncate_next_exec = self.truncate_next_exec, False
             return t
+
+    def _take_vanish(self):
+        with self._lock:
+            v, self.vanish_after_exec = self.vanish_after_exec, False
+            return v
 
     # -- for tests
     def requests(self):

@@ -191,17 +191,24 @@ static int copy_token(char *out, size_t n, const char *v)
     return 0;
 }
 
-static time_t rfc3339(const char *s)
+/* RFC 3339 in UTC ("2026-01-01T00:00:00.123Z"), fraction kept: LRU
+ * order among sandboxes used within one second. 0 when unreadable. */
+static double rfc3339(const char *s)
 {
     struct tm tm;
+    double frac = 0, scale = 0.1;
+    int n = 0;
 
     memset(&tm, 0, sizeof(tm));
-    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                     &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                     &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
         return 0;
+    if (s[n] == '.')
+        for (n++; s[n] >= '0' && s[n] <= '9' && scale > 1e-9; n++, scale /= 10)
+            frac += (s[n] - '0') * scale;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
-    return timegm(&tm);
+    return (double)timegm(&tm) + frac;
 }
 
 /* A Sandbox / SandboxDetail / ListedSandbox object into out. */

@@ -35,7 +35,7 @@ struct shim_e2b_box {
     char traffic_token[512];
     char domain[256];   /* "" = the configured domain */
     char nonce[40];     /* metadata codeshim_nonce, "" if none */
-    time_t end_at;      /* listed sandboxes: when e2b ends it */
+    double end_at;      /* listed sandboxes: when e2b ends it (Unix s) */
 };
 
 /* One client: the control plane's and one sandbox's connections, and the

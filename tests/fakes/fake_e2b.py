@@ -82,7 +82,7 @@ PORT_CI = "49999"
 
 
 def _iso(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
 
 
 # ---- output capture: one sink per executing thread ----

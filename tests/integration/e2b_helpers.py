@@ -68,7 +68,7 @@ def e2b_tls(tmp_path):
         srv.stop()
 
 
-def body_for(code, api="responses", stream=False, session=None, blocks=None):
+def body_for(code, api="responses", stream=False, session=None, blocks=None, container=None):
     text = "Just say hi." if code is None else "".join(
         "```python\n%s\n```\n" % c for c in (blocks or [code]))
     if api == "responses":
@@ -79,15 +79,17 @@ def body_for(code, api="responses", stream=False, session=None, blocks=None):
              "tools": [{"type": "code_interpreter"}]}
     if stream:
         b["stream"] = True
+    if container is not None:
+        b["tools"][0]["container"] = container
     if session is not None:
         b["metadata"] = {"session_id": session}
     return b
 
 
 def ask(url, code, env, api="responses", stream=False, session=None, key="sk-alice",
-        curl_args=(), blocks=None, timeout=60):
+        curl_args=(), blocks=None, timeout=60, container=None):
     """One curl run under codeshim; returns (stdout bytes, stderr text)."""
-    b = body_for(code, api, stream, session, blocks)
+    b = body_for(code, api, stream, session, blocks, container)
     path = "/responses" if api == "responses" else "/chat/completions"
     cmd = [CURL, "-sS", *curl_args, url + path, "-H", "Content-Type: application/json",
            "-H", "Authorization: Bearer " + key, "-d", json.dumps(b)]

@@ -56,6 +56,7 @@ struct e2b {
     char owner[65], session[65], salt[65];
     int cap, ttl_s;
     char cid[64];       /* tagged: derived from salt and nonce */
+    char want[64];      /* tagged by container only: the one looked for */
     char note[512];
     char err[600];      /* an open-time failure, said at the next exec */
     double create_s;    /* create time not yet reported */
@@ -271,7 +272,8 @@ static int e2b_create_at(const struct shim_config *cfg, const struct shim_http_n
     snprintf(e->salt, sizeof(e->salt), "%s", tag->salt);
     e->cap = tag->cap;
     e->ttl_s = tag->ttl_s > 0 ? tag->ttl_s : 900;
-    rc = find_box(e, tag->container);
+    snprintf(e->want, sizeof(e->want), "%s", tag->container ? tag->container : "");
+    rc = find_box(e, e->want);
     if (rc == 0 && !e->session[0]) { /* no session: only an existing one will do */
         shim_e2b_api_free(&e->api);
         free(e);
@@ -380,6 +382,15 @@ static int no_sandbox(struct e2b *e, struct shim_exec_result *out, const char *w
                        "Error: no e2b sandbox could be had (%s); the code was not run.\n", why);
 }
 
+/* A sandbox to run in: a tagged one is looked for again first (the
+ * lookup at open may have failed), then made. */
+static int ensure_box(struct e2b *e)
+{
+    int rc = e->tagged ? find_box(e, e->want) : 0;
+
+    return rc < 0 ? rc : rc == 1 ? 0 : create_box(e);
+}
+
 static int e2b_exec(void *state, const char *code, size_t len, struct shim_exec_result *out)
 {
     struct e2b *e = state;
@@ -392,7 +403,7 @@ static int e2b_exec(void *state, const char *code, size_t len, struct shim_exec_
         e->err[0] = '\0';
         return rc;
     }
-    if (!e->have_box && create_box(e) < 0)
+    if (!e->have_box && ensure_box(e) < 0)
         return no_sandbox(e, out, e->api.why);
     rc = exec_on_box(e, code, len, out);
     if (rc == 1) { /* vanished: a new sandbox, and the model is told */

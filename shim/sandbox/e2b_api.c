@@ -451,6 +451,8 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     }
     if (r.truncated)
         nd.cut_at = rq.max_body;
+    if (r.timed_out) /* said by the caller, not as a broken stream */
+        nd.ended = 1;
     *end = r.timed_out ? SHIM_E2B_TIMEOUT : SHIM_E2B_RAN;
     if (r.incomplete && !r.timed_out && !r.truncated)
         LOG_WARN("e2b: the execution's stream broke off (%s)", r.error);

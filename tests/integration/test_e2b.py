@@ -227,6 +227,7 @@ def test_execution_timeout_interrupts_and_restarts(fake, e2b):
     (c,) = calls(r)
     assert c["status"] == "incomplete"
     assert "timed out after 1 s" in logs(r)
+    assert "ended before the execution did" not in logs(r)
     assert e2b.restarts == 1
     wait_for(lambda: e2b.disconnects >= 1)
     assert of(e2b, "POST", "/contexts/")

@@ -145,3 +145,19 @@ def test_vanished_session_sandbox_is_replaced_and_the_model_told(fake, e2b, rt):
     e2b.clear()
     r4 = json.loads(ask(fake.url, "print('again')", env, session="s1")[0])
     assert calls(r4)[0]["container_id"] == c2["container_id"] and creates(e2b) == []
+
+
+def test_failed_lookup_is_said_and_tried_again(fake, e2b, rt):
+    """A lookup that fails (here a 500) is a tool error for that call; the
+    next execution looks again and finds the session, instead of making a
+    second sandbox for it."""
+    env = env_for(e2b, CODESHIM_RUNTIME_DIR=rt)
+    ask(fake.url, "a = 1", env, session="s1")
+    e2b.clear()
+    e2b.fail("GET", r"^/v2/sandboxes$", 500, times=1)
+    r = json.loads(ask(fake.url, "print(a)", env, session="s1",
+                       blocks=["print(a)", "print(a + 1)"])[0])
+    c1, c2 = calls(r)
+    assert c1["status"] == "failed" and "HTTP 500" in c1["outputs"][0]["logs"]
+    assert c2["outputs"][0]["logs"] == "2\n"
+    assert creates(e2b) == [] and len(e2b.sandboxes()) == 1

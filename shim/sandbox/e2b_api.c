@@ -6,7 +6,7 @@
  *   429                -> waited (Retry-After, bounded) and tried again;
  *                         -EAGAIN once the budget is spent
  *   5xx, other         -> -EIO / -EINVAL with e2b's own message
- * Control plane: CODESHIM's e2b_api_url with X-API-Key. Data plane: the
+ * Control plane: E2B_API_URL with X-API-Key. Data plane: the
  * sandbox's per-port host https://49999-<id>.<domain>, or the shared host
  * CODESHIM_E2B_SANDBOX_URL with E2b-Sandbox-Id/-Port headers. */
 #include "e2b_int.h"

@@ -29,6 +29,9 @@
 #define RETRY_BUDGET_S 10.0 /* waiting on 429s, per call */
 #define RETRY_TRIES 4
 #define JUPYTER_PORT "49999"
+/* config.c's default: with another E2B_DOMAIN and no E2B_API_URL of its
+ * own, the control plane is api.<domain>, as e2b's SDKs make it. */
+#define DEFAULT_API_URL "https://api.e2b.app"
 #define LINE_MAX_BYTES (16u << 20)       /* one NDJSON line (an image) */
 #define STREAM_SLACK (32u << 20)         /* beyond the output cap */
 
@@ -145,7 +148,10 @@ static int cp_call(struct shim_e2b_api *a, const char *method, const char *path,
     }
     while (n && a->cfg->e2b_api_url[n - 1] == '/')
         n--;
-    snprintf(url, sizeof(url), "%.*s%s", (int)n, a->cfg->e2b_api_url, path);
+    if (!strcmp(a->cfg->e2b_api_url, DEFAULT_API_URL) && strcmp(a->cfg->e2b_domain, "e2b.app"))
+        snprintf(url, sizeof(url), "https://api.%s%s", a->cfg->e2b_domain, path);
+    else
+        snprintf(url, sizeof(url), "%.*s%s", (int)n, a->cfg->e2b_api_url, path);
     snprintf(key, sizeof(key), "X-API-Key: %s", a->cfg->e2b_api_key);
     memset(&rq, 0, sizeof(rq));
     rq.method = method;
@@ -392,6 +398,12 @@ static void dp_forget(struct dp_target *t)
     memset(t, 0, sizeof(*t)); /* the tokens */
 }
 
+/* Logged from a function whose name the log shows (see e2b.c). */
+static void stream_broke(const char *why)
+{
+    LOG_WARN("e2b: the execution's stream broke off (%s)", why);
+}
+
 static int on_line(void *ud, const char *line, size_t len)
 {
     return shim_e2b_ndjson_line(ud, line, len) < 0;
@@ -455,7 +467,7 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
         nd.ended = 1;
     *end = r.timed_out ? SHIM_E2B_TIMEOUT : SHIM_E2B_RAN;
     if (r.incomplete && !r.timed_out && !r.truncated)
-        LOG_WARN("e2b: the execution's stream broke off (%s)", r.error);
+        stream_broke(r.error);
     shim_http_resp_free(&r);
     return shim_e2b_ndjson_finish(&nd, out);
 }

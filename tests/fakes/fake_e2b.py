@@ -11,8 +11,10 @@ listens on 127.0.0.1 only.
     srv.sandbox_url  -> "http://127.0.0.1:PORT"   (CODESHIM_E2B_SANDBOX_URL:
                         the shared host; E2b-Sandbox-Id/-Port headers)
     srv.domain       -> "e2b.localhost:TLSPORT"   (E2B_DOMAIN: per-port
-                        hosts https://49999-<id>.e2b.localhost:TLSPORT;
-                        curl resolves *.localhost to loopback)
+                        hosts https://49999-<id>.e2b.localhost:TLSPORT,
+                        and the control plane at https://api.<domain>, as
+                        in e2b's cloud; curl resolves *.localhost to
+                        loopback)
     srv.requests()   -> every request received, oldest first:
                         {"method","path","query","headers" (lowercased),
                          "body" (parsed JSON or None),"raw","host","conn",
@@ -250,6 +252,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _data_plane_sandbox(self, host):
         """The sandbox a data-plane request is for, or None (control plane)."""
         if self.server.kind == "tls":
+            if host.startswith("api."):  # https://api.<domain>: the control plane
+                return None
             m = re.match(r"^(\d+)-([A-Za-z0-9]+)\.", host)
             return (m.group(1), m.group(2)) if m else ("", "")
         sid = self.headers.get("E2b-Sandbox-Id")

@@ -93,6 +93,17 @@ def test_per_port_host_over_tls_with_the_programs_ca(fake, e2b_tls):
     assert re.match(r"^49999-[A-Za-z0-9]+\.e2b\.localhost:%d$" % e2b_tls.tls_port, x["host"])
 
 
+def test_domain_alone_gives_both_planes_as_in_the_cloud(fake, e2b_tls):
+    """Only E2B_DOMAIN (and the key) set, as for e2b's cloud: the control
+    plane is https://api.<domain>, the sandbox https://49999-<id>.<domain>."""
+    env = env_for(e2b_tls, tls=True, E2B_API_URL=None)
+    out, _ = ask(fake.url, CODE, env, curl_args=("--cacert", str(e2b_tls.ca)))
+    assert logs(json.loads(out)) == "hello from e2b\n42\n"
+    (c,) = of(e2b_tls, "POST", "/sandboxes")
+    assert c["conn"].endswith("/tls") and c["host"] == "api." + e2b_tls.domain
+    assert all(r["conn"].endswith("/tls") for r in e2b_tls.requests())
+
+
 def test_per_port_host_without_the_ca_is_a_tool_error(fake, e2b_tls):
     out, _ = ask(fake.url, CODE, env_for(e2b_tls, tls=True))
     r = json.loads(out)
@@ -112,8 +123,10 @@ def test_two_executions_share_one_connection(fake, e2b):
     assert len(of(e2b, "POST", "/sandboxes")) == 1
 
 
-def test_no_e2b_call_when_the_model_runs_no_code(fake, e2b):
-    out, _ = ask(fake.url, None, env_for(e2b))
+@pytest.mark.parametrize("session", [None, "s1"])
+def test_no_e2b_call_when_the_model_runs_no_code(fake, e2b, session, tmp_path):
+    out, _ = ask(fake.url, None, env_for(e2b, CODESHIM_RUNTIME_DIR=tmp_path / "rt"),
+                 session=session)
     assert json.loads(out)["status"] == "completed"
     assert e2b.requests() == []
 

@@ -455,7 +455,10 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     if (rc < 0 || r.status < 200 || r.status >= 300) {
         *end = rc < 0 ? (r.timed_out || rc == -ETIMEDOUT ? SHIM_E2B_TIMEOUT : SHIM_E2B_NOREPLY)
                : r.status == 502 || r.status == 404 ? SHIM_E2B_GONE : SHIM_E2B_REFUSED;
-        if (*end != SHIM_E2B_TIMEOUT)
+        if (r.status == 401 || r.status == 403) /* envd: the token, not the key */
+            snprintf(a->why, sizeof(a->why), "the sandbox refused its access token "
+                     "(HTTP %ld)", r.status);
+        else if (*end != SHIM_E2B_TIMEOUT)
             fail(a, rc, &r, "running the code");
         shim_http_resp_free(&r);
         shim_e2b_ndjson_free(&nd);

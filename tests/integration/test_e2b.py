@@ -155,6 +155,15 @@ def test_wrong_key_is_a_clear_tool_error(fake, e2b):
     assert "e2b_wrong_key_000000" not in out.decode()
 
 
+def test_bad_access_token_is_a_tool_error(fake, e2b):
+    e2b.fail("POST", r"^/execute$", 401, times=1, body={"message": "invalid access token",
+                                                      "code": 401})
+    r = json.loads(ask(fake.url, CODE, env_for(e2b))[0])
+    assert r["status"] == "completed"
+    assert "refused its access token (HTTP 401)" in logs(r)
+    assert len(of(e2b, "POST", "/execute")) == 1
+
+
 def test_missing_key_makes_no_call(fake, e2b):
     env = env_for(e2b, E2B_API_KEY=None)
     out, _ = ask(fake.url, CODE, env)
@@ -264,6 +273,8 @@ def test_no_secret_in_logs_traces_recordings_or_upstream(fake, e2b, tmp_path):
     texts = [out.decode(), err, trace.read_text()]
     texts += [p.read_text() for p in rec.rglob("*") if p.is_file()]
     texts += [q["raw"] + json.dumps(q["headers"]) for q in fake.requests()]
+    for q in e2b.requests():  # and e2b never gets the program's OpenAI key
+        assert "sk-alice" not in q["raw"] + json.dumps(q["headers"])
     for t in texts:
         assert KEY not in t
         for tok in tokens:

@@ -311,18 +311,22 @@ static void keep_alive(struct e2b *e)
 static int send_code(struct e2b *e, const char *code, size_t len, struct shim_exec_result *out,
                      enum shim_e2b_exec_end *end, double *secs)
 {
-    double wait = 0.1, s;
+    long wait_ms = 100;
+    double s;
     int i, rc = 0;
 
     *secs = 0;
     for (i = 0; i < FRESH_TRIES; i++) {
+        struct timespec ts;
+
         rc = shim_e2b_execute(&e->api, &e->box, code, len, out, end, &s);
         *secs += s;
         if (rc < 0 || *end != SHIM_E2B_GONE || !e->fresh)
             break;
-        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        ts.tv_sec = wait_ms / 1000;
+        ts.tv_nsec = (wait_ms % 1000) * 1000000L;
         nanosleep(&ts, NULL);
-        wait *= 2;
+        wait_ms *= 2;
     }
     if (rc == 0 && *end != SHIM_E2B_GONE)
         e->fresh = 0;

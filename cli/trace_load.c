@@ -253,6 +253,21 @@ static int on_upstream(struct cli_trace_req *r, const cJSON *e)
     return add_note(&r->notes, &r->notes_dropped, note);
 }
 
+/* An execution on e2b: its create (if it waited for one) and call times. */
+static void on_e2b(struct cli_trace_req *r, const cJSON *e)
+{
+    double create = 0, call = 0;
+
+    if (get_num(e, "e2b_create_seconds", &create) && create > 0) {
+        cli_trace_add_sat(&r->e2b_creates, 1);
+        r->e2b_create_s += create;
+    }
+    if (get_num(e, "e2b_execute_seconds", &call)) {
+        cli_trace_add_sat(&r->e2b_execs, 1);
+        r->e2b_exec_s += call;
+    }
+}
+
 static int on_exec(struct cli_trace_req *r, const cJSON *e)
 {
     struct cli_trace_exec x = {0};
@@ -272,6 +287,7 @@ static int on_exec(struct cli_trace_req *r, const cJSON *e)
         return -ENOMEM;
     }
     r->sandbox_s += x.seconds;
+    on_e2b(r, e);
     if (strcmp(x.status, "completed"))
         r->execs_failed++;
     return 0;

@@ -39,6 +39,10 @@ struct cli_trace_req {
     int has_tok_in, has_tok_out;
     struct shim_buf execs;   /* struct cli_trace_exec records */
     long long execs_failed;
+    /* e2b: sandboxes created (exec events with e2b_create_seconds > 0)
+     * and execute calls, and their seconds */
+    long long e2b_creates, e2b_execs;
+    double e2b_create_s, e2b_exec_s;
     int answered;
     int has_status, has_curl, has_total;
     long long status, curl_code;

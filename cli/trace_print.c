@@ -37,6 +37,8 @@ static double total_s(const struct cli_trace_req *r)
 struct totals {
     long long upstream, execs, execs_failed, tok_in, tok_out, answered, failed;
     double model_s, sandbox_s, total_s;
+    long long e2b_creates, e2b_execs;
+    double e2b_create_s, e2b_exec_s;
 };
 
 /* A request failed when its transfer did or the status is an error. */
@@ -64,6 +66,10 @@ static void sum_totals(const struct cli_trace *t, struct totals *s)
         s->model_s += r->model_s;
         s->sandbox_s += r->sandbox_s;
         s->total_s += total_s(r);
+        cli_trace_add_sat(&s->e2b_creates, r->e2b_creates);
+        cli_trace_add_sat(&s->e2b_execs, r->e2b_execs);
+        s->e2b_create_s += r->e2b_create_s;
+        s->e2b_exec_s += r->e2b_exec_s;
     }
 }
 
@@ -109,6 +115,13 @@ static void print_when(FILE *out, double ts)
         fprintf(out, ", %s UTC", buf);
 }
 
+static void print_e2b(FILE *out, const char *head, long long creates, double create_s,
+                      long long execs, double exec_s)
+{
+    fprintf(out, "%screate %lld (%.3fs)  execute %lld (%.3fs)\n", head, creates, create_s,
+            execs, exec_s);
+}
+
 static void print_req_text(const struct cli_trace_req *r, FILE *out)
 {
     size_t i;
@@ -123,6 +136,9 @@ static void print_req_text(const struct cli_trace_req *r, FILE *out)
             plural(n_upstream(r)), n_exec(r), plural(n_exec(r)));
     fprintf(out, "  time      model %.3fs  sandbox %.3fs  total %.3fs\n", r->model_s,
             r->sandbox_s, total_s(r));
+    if (r->e2b_creates || r->e2b_execs)
+        print_e2b(out, "  e2b       ", r->e2b_creates, r->e2b_create_s, r->e2b_execs,
+                  r->e2b_exec_s);
     if (r->has_tok_in || r->has_tok_out)
         fprintf(out, "  tokens    in %lld  out %lld\n", r->tok_in, r->tok_out);
     else
@@ -168,6 +184,9 @@ int cli_trace_print_text(const struct cli_trace *t, FILE *out)
             n, plural((long long)n), s.answered, s.failed, s.upstream,
             plural(s.upstream), s.execs, plural(s.execs), s.execs_failed, s.model_s,
             s.sandbox_s, s.total_s, s.tok_in, s.tok_out);
+    if (s.e2b_creates || s.e2b_execs)
+        print_e2b(out, "total e2b: ", s.e2b_creates, s.e2b_create_s, s.e2b_execs,
+                  s.e2b_exec_s);
     if (t->malformed)
         fprintf(out, "skipped %zu malformed line%s\n", t->malformed,
                 t->malformed == 1 ? "" : "s");
@@ -242,6 +261,26 @@ static void req_execs_json(struct json_builder *b, cJSON *o, const struct cli_tr
     }
 }
 
+/* "e2b": {creates, create_seconds, executes, execute_seconds}, left out
+ * when nothing ran on e2b. */
+static void e2b_json(struct json_builder *b, cJSON *o, long long creates, double create_s,
+                     long long execs, double exec_s)
+{
+    cJSON *e;
+
+    if (!creates && !execs)
+        return;
+    e = cJSON_AddObjectToObject(o, "e2b");
+    if (!e) {
+        b->oom = 1;
+        return;
+    }
+    jnum(b, e, "creates", (double)creates);
+    jnum(b, e, "create_seconds", create_s);
+    jnum(b, e, "executes", (double)execs);
+    jnum(b, e, "execute_seconds", exec_s);
+}
+
 static cJSON *req_json(struct json_builder *b, const struct cli_trace_req *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -271,6 +310,7 @@ static cJSON *req_json(struct json_builder *b, const struct cli_trace_req *r)
     b->oom |= !cJSON_AddBoolToObject(o, "answered", r->answered);
     jnull_or_num(b, o, "status", r->has_status, (double)r->status);
     jnull_or_num(b, o, "curl_code", r->has_curl, (double)r->curl_code);
+    e2b_json(b, o, r->e2b_creates, r->e2b_create_s, r->e2b_execs, r->e2b_exec_s);
     req_execs_json(b, o, r);
     jstrings(b, o, "notes", &r->notes);
     return o;
@@ -297,6 +337,7 @@ static void totals_json(struct json_builder *b, cJSON *root, const struct cli_tr
     jnum(b, o, "total_seconds", s.total_s);
     jnum(b, o, "input_tokens", (double)s.tok_in);
     jnum(b, o, "output_tokens", (double)s.tok_out);
+    e2b_json(b, o, s.e2b_creates, s.e2b_create_s, s.e2b_execs, s.e2b_exec_s);
 }
 
 static cJSON *trace_json(struct json_builder *b, const struct cli_trace *t)

@@ -15,6 +15,7 @@ struct shim_container {
     long long created_at, last_active_at; /* Unix seconds */
     int minutes;                          /* expires_after */
     long long order;                      /* creation, in microseconds */
+    int explicit_;                        /* made by POST /v1/containers */
 };
 
 struct shim_cfile {

@@ -147,6 +147,7 @@ static CURLcode create(struct call *c)
     snprintf(k.name, sizeof(k.name), "%s", name);
     snprintf(k.memory_limit, sizeof(k.memory_limit), "%s", mem ? mem : "1g");
     k.minutes = (int)minutes;
+    k.explicit_ = 1;
     cJSON_Delete(req);
     if ((rc = shim_cstore_create(c->cfg, c->identity, &k)) < 0)
         return store_error(c, rc, k.id);

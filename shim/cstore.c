@@ -101,6 +101,7 @@ static int read_meta(const char *dir, struct shim_container *c, char owner[65])
     c->created_at = shim_json_int(j, "created_at");
     c->minutes = (int)shim_json_int(j, "minutes");
     c->order = shim_json_int(j, "order");
+    c->explicit_ = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "explicit"));
     c->last_active_at = (long long)st.st_mtime;
     deleted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "deleted"));
     cJSON_Delete(j);
@@ -123,6 +124,7 @@ static int write_meta(const char *dir, const struct shim_container *c, const cha
     cJSON_AddNumberToObject(j, "created_at", (double)c->created_at);
     cJSON_AddNumberToObject(j, "minutes", c->minutes);
     cJSON_AddNumberToObject(j, "order", (double)c->order);
+    cJSON_AddBoolToObject(j, "explicit", c->explicit_);
     if (deleted)
         cJSON_AddTrueToObject(j, "deleted");
     text = cJSON_PrintUnformatted(j);

@@ -18,13 +18,14 @@
 const char *shim_files_bound(const struct shim_config *cfg, const char *identity,
                              const cJSON *req)
 {
+    struct shim_container k;
     const cJSON *it;
 
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "tools"))
     {
         const char *type = shim_json_str(it, "type"), *c = shim_json_str(it, "container");
         if (type && !strcmp(type, "code_interpreter") && c && !strncmp(c, "cntr_", 5) &&
-            shim_cstore_find(cfg, identity, c, NULL, 1) == 0)
+            shim_cstore_find(cfg, identity, c, &k, 1) == 0 && k.explicit_)
             return c;
     }
     return NULL;

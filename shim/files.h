@@ -28,7 +28,8 @@ struct shim_files {
 };
 
 /* The explicit container a request names (tools[].container = "cntr_..."
- * that identity owns in the store), or NULL. Borrowed from req. */
+ * that identity made with POST /v1/containers), or NULL (a request's own
+ * container named again is found as sessions find it). Borrowed. */
 const char *shim_files_bound(const struct shim_config *cfg, const char *identity,
                              const cJSON *req);
 /* After the sandbox opened: records or refreshes its container; puts the

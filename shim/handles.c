@@ -34,6 +34,7 @@ struct entry {
     long failonerror, include_header;
     char *errorbuffer;
     struct shim_creds creds; /* digests: a credential itself is never kept */
+    char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
 };
 
@@ -105,6 +106,10 @@ static void init_opts(struct entry *e)
 
 static void free_opts(struct entry *e)
 {
+    size_t i;
+
+    for (i = 0; i < SHIM_HANDLE_NET; i++)
+        free(e->net[i]);
     free(e->url);
     free(e->custom_request);
     free(e->copied);
@@ -249,6 +254,13 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
         break;
+    case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY: {
+        size_t i = opt == CURLOPT_CAINFO ? 0 : opt == CURLOPT_CAPATH ? 1
+                 : opt == CURLOPT_PROXY ? 2 : 3;
+        free(e->net[i]);
+        e->net[i] = dup_or_null(v.p);
+        break;
+    }
     default:
         break;
     }
@@ -264,6 +276,7 @@ static int interesting(CURLoption opt)
     case CURLOPT_MIMEPOST: case CURLOPT_HTTPHEADER: case CURLOPT_WRITEFUNCTION:
     case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
     case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
+    case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY:
         return 1;
     default:
         return 0;
@@ -297,6 +310,7 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
 int shim_handles_view(CURL *h, struct shim_handle_view *out)
 {
     struct entry *e;
+    size_t i;
     int rc = 0;
 
     memset(out, 0, sizeof(*out));
@@ -328,6 +342,9 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->include_header = e->include_header;
     out->errorbuffer = e->errorbuffer;
     out->creds = e->creds;
+    for (i = 0; i < SHIM_HANDLE_NET; i++)
+        if (e->net[i] && !(out->net[i] = strdup(e->net[i])))
+            rc = -ENOMEM;
 out:
     pthread_mutex_unlock(&lock);
     if (rc)
@@ -337,6 +354,12 @@ out:
 
 void shim_handle_view_free(struct shim_handle_view *v)
 {
+    size_t i;
+
+    for (i = 0; i < SHIM_HANDLE_NET; i++) {
+        free(v->net[i]);
+        v->net[i] = NULL;
+    }
     free(v->url);
     free(v->custom_request);
     v->url = v->custom_request = NULL;
@@ -497,6 +520,8 @@ void shim_handles_dup(CURL *from, CURL *to)
         memset(&dst->ans, 0, sizeof(dst->ans));
         dst->url = dup_or_null(src->url);
         dst->custom_request = dup_or_null(src->custom_request);
+        for (size_t i = 0; i < SHIM_HANDLE_NET; i++)
+            dst->net[i] = dup_or_null(src->net[i]);
         dst->copied = NULL;
         if (src->copied) {
             dst->copied = malloc(src->copied_len + 1);

@@ -39,8 +39,10 @@ union shim_optval {
     curl_off_t off;
 };
 
+#define SHIM_HANDLE_NET 4
+
 /* A copy of a handle's recorded options, taken at perform time. url and
- * custom_request are owned by the view (shim_handle_view_free); body and
+ * custom_request (and net) are owned by the view (shim_handle_view_free); body and
  * headers are borrowed and valid while the perform that took the view
  * runs. */
 struct shim_handle_view {
@@ -62,6 +64,9 @@ struct shim_handle_view {
     long include_header;
     char *errorbuffer;
     struct shim_creds creds; /* credential options, as digests */
+    /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY (owned; NULL: not set):
+     * what codeshim's own calls to a sandbox backend honour (http.h) */
+    char *net[SHIM_HANDLE_NET];
 };
 
 /* What a synthetic transfer answered; strings are copied in. */

@@ -64,17 +64,31 @@ static void hash_parts(const char *tag, const char *const *parts, size_t n, char
     shim_sha256_final_hex(&s, 16, out);
 }
 
+/* e2b's settings, the key only as a hash ("" for other backends). */
+static void e2b_settings(const struct shim_config *cfg, char *out, size_t n)
+{
+    char key[65];
+
+    out[0] = '\0';
+    if (strcmp(cfg->sandbox, "e2b"))
+        return;
+    shim_sha256_hex(cfg->e2b_api_key, strlen(cfg->e2b_api_key), key);
+    snprintf(out, n, "%s\n%s\n%s\n%s\n%d\n%s", cfg->e2b_api_url, cfg->e2b_domain,
+             cfg->e2b_sandbox_url, cfg->e2b_template, cfg->e2b_internet != 0, key);
+}
+
 void shim_session_settings(const struct shim_config *cfg, char out[65])
 {
-    char nums[256];
-    const char *parts[4] = {cfg->sandbox, nums, cfg->python, cfg->bwrap};
+    char nums[256], e2b[2600];
+    const char *parts[5] = {cfg->sandbox, nums, cfg->python, cfg->bwrap, e2b};
 
     snprintf(nums, sizeof(nums), "unsafe=%d memory=%llu procs=%d disk=%llu fsize=%llu "
              "cpu=%d timeout=%d output=%zu inodes=%llu files=%d", cfg->unsafe_no_isolation != 0,
              cfg->memory_limit, cfg->procs_limit, cfg->disk_limit, cfg->file_size_limit,
              cfg->cpu_time_s, cfg->exec_timeout_s, cfg->output_cap,
              (unsigned long long)cfg->inodes_limit, cfg->open_files_limit);
-    hash_parts("codeshim-settings-v1", parts, 4, out);
+    e2b_settings(cfg, e2b, sizeof(e2b));
+    hash_parts("codeshim-settings-v1", parts, e2b[0] ? 5 : 4, out);
 }
 
 void shim_session_name(const char *identity, const char *session_id, const char *settings,
@@ -378,7 +392,7 @@ static const char *stale_ref(const struct shim_session *b, const struct shim_ses
 
 static int open_private(struct shim_session *b, const struct shim_session_req *rq)
 {
-    int rc = shim_sandbox_open(b->cfg, &b->sb);
+    int rc = shim_sandbox_open_at(b->cfg, rq->net, NULL, &b->sb);
     const char *old;
 
     if (rc < 0)
@@ -388,6 +402,89 @@ static int open_private(struct shim_session *b, const struct shim_session_req *r
     if ((old = stale_ref(b, rq)) != NULL)
         expired_note(b, old);
     return 0;
+}
+
+/* ---------------- sessions the backend keeps (e2b) ---------------- */
+
+/* Opens the sandbox of rq's session (found again, or made), or of the
+ * first container rq refers to that the backend still runs: 0 with *sb;
+ * 1 when rq has no session id and none of its containers is there. The
+ * backend finds and tags its sandboxes (sandbox/e2b.c); here they are
+ * named with hashes that reveal neither the key nor the session id:
+ *   owner   = H(identity)               the per-identity cap counts these
+ *   salt    = H(identity, settings)     container ids derive from it
+ *   session = shim_session_name(identity, session id, settings) */
+static void remote_hash(const char *tag, const char *a, const char *b, char out[65])
+{
+    struct shim_sha256 s;
+
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, tag, strlen(tag) + 1);
+    shim_sha256_update(&s, a, strlen(a) + 1);
+    shim_sha256_update(&s, b, strlen(b) + 1);
+    shim_sha256_final_hex(&s, 16, out);
+}
+
+static int remote_sandbox(const struct shim_config *cfg, const struct shim_session_req *rq,
+                          const char *settings, struct shim_sandbox **sb)
+{
+    char owner[65], salt[65], session[65];
+    struct shim_sandbox_tag tag;
+    size_t i;
+    int rc;
+
+    remote_hash("codeshim-e2b-owner-v1", rq->identity, "", owner);
+    remote_hash("codeshim-e2b-salt-v1", rq->identity, settings, salt);
+    memset(&tag, 0, sizeof(tag));
+    tag.owner = owner;
+    tag.salt = salt;
+    tag.cap = cfg->session_cap;
+    tag.ttl_s = cfg->session_ttl_s;
+    if (rq->session_id || rq->bind_container) {
+        char key[80];
+        snprintf(key, sizeof(key), "container:%.63s", rq->bind_container ? rq->bind_container : "");
+        shim_session_name(rq->identity, rq->bind_container ? key : rq->session_id, settings,
+                          session);
+        tag.session = session;
+        return shim_sandbox_open_at(cfg, rq->net, &tag, sb);
+    }
+    for (i = 0; i < rq->ncontainers; i++) {
+        if (!rq->containers[i] || strncmp(rq->containers[i], "cntr_", 5))
+            continue;
+        tag.container = rq->containers[i];
+        rc = shim_sandbox_open_at(cfg, rq->net, &tag, sb);
+        if (rc != -ENOENT)
+            return rc;
+    }
+    return 1;
+}
+
+/* A session kept by the backend itself (e2b): no supervisor, no lock. */
+static int open_remote(struct shim_session *b, const struct shim_session_req *rq)
+{
+    int rc = remote_sandbox(b->cfg, rq, b->settings, &b->sb);
+    const char *old;
+
+    if (rc == 1)
+        return open_private(b, rq);
+    if (rc < 0)
+        return rc;
+    snprintf(b->cid, sizeof(b->cid), "%s", shim_sandbox_container_id(b->sb));
+    if ((old = stale_ref(b, rq)) != NULL)
+        expired_note(b, old);
+    return 0;
+}
+
+/* After an execution in a backend's own sandbox: it may have replaced a
+ * vanished one (a new container id, and a note for the model). */
+static void remote_after(struct shim_session *b)
+{
+    const char *note = shim_sandbox_take_note(b->sb);
+    size_t n = strlen(b->note);
+
+    snprintf(b->cid, sizeof(b->cid), "%s", shim_sandbox_container_id(b->sb));
+    if (note)
+        snprintf(b->note + n, sizeof(b->note) - n, "%s", note);
 }
 
 int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
@@ -404,6 +501,8 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
     *out = b;
     if (rq->bind_container && strlen(rq->bind_container) < sizeof(b->bind))
         snprintf(b->bind, sizeof(b->bind), "%s", rq->bind_container);
+    if ((rq->session_id || rq->ncontainers || b->bind[0]) && shim_sandbox_keeps_sessions(cfg))
+        return open_remote(b, rq);
     if ((!rq->session_id && !rq->ncontainers && !b->bind[0]) ||
         shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
         return open_private(b, rq);
@@ -561,8 +660,11 @@ int shim_session_exec(struct shim_session *b, const char *code, size_t len,
 
     if (!b)
         return -EINVAL;
-    if (b->sb)
-        return shim_sandbox_exec(b->sb, code, len, out);
+    if (b->sb) {
+        rc = shim_sandbox_exec(b->sb, code, len, out);
+        remote_after(b);
+        return rc;
+    }
     c = strndup(code, len);
     if (!c)
         return -ENOMEM;

@@ -27,7 +27,11 @@
  * supervisor (before its greeting, proto.h) is retried, with a new
  * supervisor when the old one is gone. Once the code is sent, a lost
  * connection or an unusable answer becomes a failed result whose text says
- * what happened; the code is never run again for it. */
+ * what happened; the code is never run again for it.
+ *
+ * A backend that keeps its sandboxes itself (e2b) needs no supervisor: a
+ * session's sandbox is found again in the backend (session.c tags it), with
+ * the same key, cap and expiry note. */
 #ifndef SHIM_SESSION_H
 #define SHIM_SESSION_H
 
@@ -46,6 +50,9 @@ struct shim_session_req {
     /* an explicit container (cstore.h) the sandbox is: the session is
      * keyed by it and reports it as its container id; NULL if none */
     const char *bind_container;
+    /* the program's transport settings, for backends reached over HTTP
+     * (e2b); NULL: libcurl's defaults */
+    const struct shim_http_net *net;
 };
 
 /* Opens the sandbox for a request. 0 or -errno. */
@@ -79,7 +86,8 @@ int shim_session_is_new(const struct shim_session *b);
 
 /* The fingerprint of cfg's sandbox settings: backend, isolation on or
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU
- * limits, execution timeout and output cap. 32 hex digits (pure; out must
+ * limits, execution timeout and output cap; for e2b also its URLs,
+ * domain, template, internet access and a hash of its key. 32 hex digits (pure; out must
  * hold 65 bytes). The supervisor refuses to start under other settings. */
 void shim_session_settings(const struct shim_config *cfg, char out[65]);
 

@@ -128,6 +128,10 @@ void shim_trace_exec(const char *req_id, const struct shim_call *c)
     cJSON_AddStringToObject(f, "container_id", c->container_id);
     cJSON_AddStringToObject(f, "status", c->status);
     cJSON_AddNumberToObject(f, "seconds", c->res.seconds);
+    if (c->res.remote) { /* e2b: what creating the sandbox and the call cost */
+        cJSON_AddNumberToObject(f, "e2b_create_seconds", c->res.create_seconds);
+        cJSON_AddNumberToObject(f, "e2b_execute_seconds", c->res.remote_seconds);
+    }
     cJSON_AddStringToObject(f, "code", c->code ? c->code : "");
     cJSON_AddStringToObject(f, "output", c->output ? c->output : "");
     shim_trace_emit(req_id, "exec", f);

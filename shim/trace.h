@@ -2,7 +2,8 @@
  *
  * Events (each line also has "ts", "pid", "req", "event"): request,
  * upstream (per call, with timing and tokens), exec (per sandbox run: code,
- * output, duration, status), answer, error. `codeshim trace FILE` turns a
+ * output, duration, status; on e2b also e2b_create_seconds and
+ * e2b_execute_seconds), answer, error. `codeshim trace FILE` turns a
  * file into a summary. Nothing that could hold an API key is written:
  * request headers never reach a trace. Lines from several processes never
  * interleave (one write(2) per line, O_APPEND). */

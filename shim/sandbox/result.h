@@ -38,6 +38,10 @@ struct shim_exec_result {
     int files_changed; /* the listing (names, sizes or times) differs from
                           the one after the previous execution */
     double seconds; /* wall-clock duration of the execution */
+    /* Remote backends (e2b; remote=1): seconds this execution spent
+     * creating the sandbox (0: none) and in the execute call itself. */
+    int remote;
+    double create_seconds, remote_seconds;
 };
 
 void shim_exec_result_free(struct shim_exec_result *r);

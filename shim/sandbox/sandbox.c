@@ -39,13 +39,35 @@ struct shim_sandbox {
 
 static const struct shim_sandbox_ops *const backends[] = {
     &shim_sandbox_local,
+    &shim_sandbox_e2b,
 };
+
+static const struct shim_sandbox_ops *backend_of(const struct shim_config *cfg)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+        if (!strcmp(cfg->sandbox, backends[i]->name))
+            return backends[i];
+    return NULL;
+}
+
+int shim_sandbox_keeps_sessions(const struct shim_config *cfg)
+{
+    const struct shim_sandbox_ops *ops = cfg ? backend_of(cfg) : NULL;
+    return ops && ops->create_at;
+}
 
 int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
 {
-    const struct shim_sandbox_ops *ops = NULL;
+    return shim_sandbox_open_at(cfg, NULL, NULL, out);
+}
+
+int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_net *net,
+                         const struct shim_sandbox_tag *tag, struct shim_sandbox **out)
+{
+    const struct shim_sandbox_ops *ops;
     struct shim_sandbox *sb;
-    size_t i;
     int rc;
 
     if (!out)
@@ -53,11 +75,9 @@ int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
     *out = NULL;
     if (!cfg)
         return -EINVAL;
-    for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
-        if (!strcmp(cfg->sandbox, backends[i]->name))
-            ops = backends[i];
+    ops = backend_of(cfg);
     if (!ops) {
-        LOG_ERR("unknown sandbox backend \"%.32s\" (known: local)",
+        LOG_ERR("unknown sandbox backend \"%.32s\" (known: local, e2b)",
                 cfg->sandbox);
         return -EINVAL;
     }
@@ -72,7 +92,8 @@ int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
         free(sb);
         return -rc;
     }
-    rc = ops->create(cfg, &sb->state);
+    rc = ops->create_at ? ops->create_at(cfg, net, tag, &sb->state)
+                        : ops->create(cfg, &sb->state);
     if (rc) {
         pthread_mutex_destroy(&sb->mu);
         free(sb);
@@ -112,7 +133,17 @@ int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void 
 
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb)
 {
-    return sb ? sb->id : "";
+    const char *own;
+
+    if (!sb)
+        return "";
+    own = sb->ops->container_id ? sb->ops->container_id(sb->state) : NULL;
+    return own ? own : sb->id;
+}
+
+const char *shim_sandbox_take_note(struct shim_sandbox *sb)
+{
+    return sb && sb->ops->take_note ? sb->ops->take_note(sb->state) : NULL;
 }
 
 void shim_sandbox_close(struct shim_sandbox *sb)
@@ -213,6 +244,11 @@ static void files_line(const struct shim_exec_result *r, char *buf)
     memcpy(buf + n, "]\n", 3);
 }
 
+static const char *image_kind(const struct shim_exec_image *im)
+{
+    return im->mime && !strcmp(im->mime, "image/jpeg") ? "JPEG" : "PNG";
+}
+
 static int finish_logs(struct shim_exec_result *r, size_t cap)
 {
     char line[64], files[FILES_LINE];
@@ -230,8 +266,8 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
     /* image lines come after the cut so the model always learns of them */
     for (i = 0; i < r->nimages; i++)
         notes += (size_t)snprintf(line, sizeof(line),
-                                  "[image produced: figure %zu (PNG)]\n",
-                                  i + 1) + 1;
+                                  "[image produced: figure %zu (%s)]\n",
+                                  i + 1, image_kind(&r->images[i])) + 1;
     files_line(r, files);
     notes += strlen(files);
     body_cap = notes < cap / 2 ? cap - notes : cap / 2;
@@ -247,8 +283,8 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
         t[r->logs_len++] = '\n';
     for (i = 0; i < r->nimages; i++)
         r->logs_len += (size_t)snprintf(t + r->logs_len, room - r->logs_len,
-                                        "[image produced: figure %zu (PNG)]\n",
-                                        i + 1);
+                                        "[image produced: figure %zu (%s)]\n",
+                                        i + 1, image_kind(&r->images[i]));
     r->logs_len += (size_t)snprintf(t + r->logs_len, room - r->logs_len, "%s",
                                     files);
     return 0;

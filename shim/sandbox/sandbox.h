@@ -12,7 +12,9 @@
 #ifndef SHIM_SANDBOX_H
 #define SHIM_SANDBOX_H
 
+#include "http.h"
 #include "result.h"
+#include "tag.h"
 
 #include <stddef.h>
 
@@ -27,6 +29,18 @@ struct shim_sandbox;
  * gets them from a warm spare started in advance (local_spare.c): still a
  * fresh sandbox every time. */
 int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out);
+/* shim_sandbox_open with the program's transport settings (for backends
+ * that reach their sandboxes over HTTP; net may be NULL) and a tag (NULL:
+ * a private sandbox). -ENOENT: the tag names only a container, and it is
+ * not there. */
+int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_net *net,
+                         const struct shim_sandbox_tag *tag, struct shim_sandbox **out);
+/* 1 when cfg's backend keeps session sandboxes itself, found again
+ * through shim_sandbox_open_at's tag (no supervisor process needed). */
+int shim_sandbox_keeps_sessions(const struct shim_config *cfg);
+/* A note for the model, once (the backend replaced a vanished sandbox),
+ * or NULL. Borrowed until the next call. */
+const char *shim_sandbox_take_note(struct shim_sandbox *sb);
 /* Runs code. Returns 0 with *out filled (whatever the code did: errors in
  * the code, timeouts and sandbox failures are reported in out->status and
  * out->logs), or -errno only when no result could be produced at all. */

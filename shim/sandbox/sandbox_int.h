@@ -7,8 +7,10 @@
 #define SHIM_SANDBOX_INT_H
 
 #include "result.h"
+#include "tag.h"
 
 struct shim_config;
+struct shim_http_net;
 
 struct shim_sandbox_ops {
     const char *name;
@@ -24,9 +26,21 @@ struct shim_sandbox_ops {
      * _put); NULL when the backend has none. */
     int (*file_get)(void *state, const char *name, size_t max, char **out, size_t *len);
     int (*file_put)(void *state, const char *name, const void *data, size_t len);
+    /* Optional, for backends whose sandboxes live elsewhere (e2b): create
+     * with the program's transport settings (net, may be NULL) and, for a
+     * sandbox to be found again, its tag (NULL: a private one); -ENOENT
+     * when the tag names only a container that is not there. Used instead
+     * of create when set. */
+    int (*create_at)(const struct shim_config *cfg, const struct shim_http_net *net,
+                     const struct shim_sandbox_tag *tag, void **state);
+    /* Optional: the backend's own container id (NULL: the dispatcher's). */
+    const char *(*container_id)(void *state);
+    /* Optional: a note for the model, once (NULL if none). */
+    const char *(*take_note)(void *state);
 };
 
 extern const struct shim_sandbox_ops shim_sandbox_local;
+extern const struct shim_sandbox_ops shim_sandbox_e2b;
 
 /* spawn.c: starts a process like posix_spawn, as another user if asked,
  * from one long-lived thread of the host (so its parent-death signal fires

@@ -611,6 +611,45 @@ static void dup_copies_options_not_the_answer(void **state)
     shim_handles_forget(c);
 }
 
+/* The CA and proxy settings codeshim's own calls to a sandbox backend
+ * honour (http.h): copied (the program may free its strings after
+ * setopt), replaced, cleared by NULL, reset, and duplicated. */
+static void transport_options_are_copied(void **state)
+{
+    CURL *a = H(0x4800), *b = H(0x4900);
+    char ca[] = "/etc/ssl/ca.pem";
+    struct shim_handle_view v;
+    (void)state;
+
+    rec_p(a, CURLOPT_CAINFO, ca);
+    rec_p(a, CURLOPT_CAPATH, "/etc/ssl/certs");
+    rec_p(a, CURLOPT_PROXY, "http://proxy:3128");
+    rec_p(a, CURLOPT_NOPROXY, "localhost");
+    ca[0] = 'X'; /* the program's buffer changes: the record does not */
+    view(a, &v);
+    assert_string_equal(v.net[0], "/etc/ssl/ca.pem");
+    assert_string_equal(v.net[1], "/etc/ssl/certs");
+    assert_string_equal(v.net[2], "http://proxy:3128");
+    assert_string_equal(v.net[3], "localhost");
+    shim_handle_view_free(&v);
+    assert_null(v.net[0]);
+    rec_p(a, CURLOPT_PROXY, NULL);
+    rec_p(a, CURLOPT_CAINFO, "/other.pem");
+    shim_handles_dup(a, b);
+    view(b, &v);
+    assert_null(v.net[2]);
+    assert_string_equal(v.net[0], "/other.pem");
+    shim_handle_view_free(&v);
+    shim_handles_reset(a);
+    rec_p(a, CURLOPT_URL, "http://h/");
+    view(a, &v);
+    assert_null(v.net[0]);
+    assert_null(v.net[3]);
+    shim_handle_view_free(&v);
+    shim_handles_forget(a);
+    shim_handles_forget(b);
+}
+
 /* ---- synthetic answers for curl_easy_getinfo ---- */
 
 static void answers_every_info_it_claims(void **state)
@@ -831,6 +870,7 @@ int main(void)
         cmocka_unit_test(dup_onto_stale_address_replaces_it),
         cmocka_unit_test(reset_restores_defaults_keeps_flavor),
         cmocka_unit_test(dup_copies_options_not_the_answer),
+        cmocka_unit_test(transport_options_are_copied),
         cmocka_unit_test(answers_every_info_it_claims),
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),

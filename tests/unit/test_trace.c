@@ -323,6 +323,37 @@ static void empty_and_unterminated(void **state)
 
 /* A line of exactly CLI_TRACE_MAX_LINE bytes is read; one byte more and it
  * is skipped as malformed, the lines around it still count. */
+/* Executions on e2b: the creates they waited for and the execute calls,
+ * per request and in total; requests without them print nothing new. */
+static void e2b_times(void **state)
+{
+    static const char *const lines[] = {
+        "{'ts':1,'req':'r1','event':'request','api':'responses'}",
+        "{'ts':2,'req':'r1','event':'exec','call':'ci_1','status':'completed','seconds':0.75,"
+        "'e2b_create_seconds':0.5,'e2b_execute_seconds':0.25,'code':'a = 1'}",
+        "{'ts':3,'req':'r1','event':'exec','call':'ci_2','status':'completed','seconds':0.125,"
+        "'e2b_create_seconds':0,'e2b_execute_seconds':0.125,'code':'print(a)'}",
+        "{'ts':4,'req':'r2','event':'exec','call':'ci_3','status':'completed','seconds':1,"
+        "'code':'local'}",
+    };
+    struct cli_trace *t = LOAD(lines);
+    const struct cli_trace_req *r1 = req(t, "r1"), *r2 = req(t, "r2");
+    char *text = printed(t, 0), *json = printed(t, 1);
+    (void)state;
+
+    assert_int_equal(r1->e2b_creates, 1);
+    assert_int_equal(r1->e2b_execs, 2);
+    assert_true(r1->e2b_create_s == 0.5 && r1->e2b_exec_s == 0.375);
+    assert_int_equal(r2->e2b_creates + r2->e2b_execs, 0);
+    assert_non_null(strstr(text, "  e2b       create 1 (0.500s)  execute 2 (0.375s)\n"));
+    assert_non_null(strstr(text, "total e2b: create 1 (0.500s)  execute 2 (0.375s)\n"));
+    assert_int_equal(strstr(strstr(text, "request r2"), "  e2b ") != NULL, 0);
+    assert_non_null(strstr(json, "\"create_seconds\":\t0.5"));
+    free(text);
+    free(json);
+    cli_trace_free(t);
+}
+
 static void line_cap(void **state)
 {
     static const char head[] = "{\"ts\":2,\"req\":\"r1\",\"event\":\"exec\",\"status\":\"completed\","
@@ -527,6 +558,7 @@ int main(void)
         cmocka_unit_test(mixed_text),
         cmocka_unit_test(mixed_json),
         cmocka_unit_test(empty_and_unterminated),
+        cmocka_unit_test(e2b_times),
         cmocka_unit_test(line_cap),
         cmocka_unit_test(notes_cap),
         cmocka_unit_test(clipping),

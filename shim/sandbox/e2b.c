@@ -1,0 +1,481 @@
+/* e2b.c - the e2b backend's ops table (CODESHIM_SANDBOX=e2b): the code
+ * runs in an e2b sandbox (e2b's cloud, or a self-hosted e2b) made from
+ * CODESHIM_E2B_TEMPLATE, through its code-interpreter server's /execute.
+ * The other files of the backend are listed in e2b_int.h.
+ *
+ * A private sandbox (one request's) is created at its first execution
+ * (the loop opens a sandbox only when the model runs code, so a request
+ * that never does costs no e2b call) with e2b's default lifetime, extended
+ * when a long request needs more, and killed (DELETE) at destroy.
+ *
+ * A tagged sandbox (a session's, shim_sandbox_open_at) is found again in
+ * e2b itself, so no local process has to stay alive between program runs:
+ * it carries metadata that holds only hashes (owner, session, container)
+ * and a random nonce from which its container id is derived, so every run
+ * that finds it reports the same id. It is looked up when opened
+ * (GET /v2/sandboxes?metadata=..., then GET /sandboxes/{id} for its access
+ * token), else created then, after making room under the per-owner cap
+ * (the sandbox e2b ends first, smallest endAt, is the least recently used:
+ * every use sets its timeout to the session TTL). It is never killed at
+ * destroy; e2b ends it when the TTL passes unused.
+ *
+ * Failures become results whose text tells the model what happened; an
+ * execution is sent again only when e2b's proxy said the sandbox was not
+ * there (502/404: the code did not run): briefly after create (e2b's
+ * proxy answers 502 for a moment), or once on a new sandbox when the old
+ * one vanished, the model told that its state and files are gone. A
+ * timed-out execution is interrupted: the connection closed (e2b's server
+ * then interrupts the kernel) and the Python context restarted. */
+#include "e2b_int.h"
+
+#include "clock.h"
+#include "config.h"
+#include "ids.h"
+#include "log.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PRIVATE_TIMEOUT_S 300 /* e2b's SDK default */
+#define FRESH_TRIES 6         /* 502s right after create: 0.1+0.2+...+3.2 s */
+#define MAX_LISTED 100
+
+struct e2b {
+    const struct shim_config *cfg;
+    struct shim_e2b_api api;
+    struct shim_e2b_box box;
+    int have_box;
+    int fresh;          /* created here and not yet reached */
+    double deadline;    /* private: when e2b ends it (clock seconds) */
+    int tagged;
+    char owner[65], session[65], salt[65];
+    int cap, ttl_s;
+    char cid[64];       /* tagged: derived from salt and nonce */
+    char want[64];      /* tagged by container only: the one looked for */
+    char note[512];
+    char err[600];      /* an open-time failure, said at the next exec */
+    double create_s;    /* create time not yet reported */
+};
+
+/* ---------------- names ---------------- */
+
+static void hash2(const char *tag, const char *a, const char *b, size_t nbytes, char *out)
+{
+    struct shim_sha256 s;
+
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, tag, strlen(tag) + 1);
+    shim_sha256_update(&s, a, strlen(a) + 1);
+    shim_sha256_update(&s, b, strlen(b) + 1);
+    shim_sha256_final_hex(&s, nbytes, out);
+}
+
+static void derive_cid(const char *salt, const char *nonce, char out[64])
+{
+    memcpy(out, "cntr_", 5);
+    hash2("codeshim-e2b-cntr-v1", salt, nonce, 24, out + 5);
+}
+
+static void container_tag(const char *salt, const char *cid, char out[65])
+{
+    hash2("codeshim-e2b-cref-v1", salt, cid, 16, out);
+}
+
+/* ---------------- finding and making sandboxes ---------------- */
+
+/* Kills the owner's sandboxes that e2b ends first until one more fits. */
+static void make_room(struct e2b *e)
+{
+    struct shim_e2b_box *l = calloc(MAX_LISTED, sizeof(*l));
+    size_t n = 0, live, i;
+
+    if (!l || shim_e2b_list(&e->api, "codeshim_owner", e->owner, l, MAX_LISTED, &n) < 0) {
+        if (l)
+            LOG_WARN("e2b: cannot count this identity's sessions: %s", e->api.why);
+        free(l);
+        return;
+    }
+    for (live = n; live >= (size_t)(e->cap > 0 ? e->cap : 1); live--) {
+        size_t old = n;
+        for (i = 0; i < n; i++)
+            if (l[i].id[0] && (old == n || l[i].end_at < l[old].end_at))
+                old = i;
+        if (old == n)
+            break;
+        LOG_INFO("session cap (%d) reached: closing the least recently used session", e->cap);
+        if (shim_e2b_kill(&e->api, l[old].id) < 0 && e->api.status != 404)
+            LOG_WARN("e2b: %s", e->api.why);
+        l[old].id[0] = '\0';
+    }
+    memset(l, 0, MAX_LISTED * sizeof(*l));
+    free(l);
+}
+
+static int create_box(struct e2b *e)
+{
+    char nonce[40], cref[65];
+    const char *md[10];
+    double t0 = shim_clock_s();
+    size_t k = 0;
+    int rc;
+
+    if (e->tagged) {
+        make_room(e);
+        shim_id_make(nonce, sizeof(nonce), "", 32);
+        derive_cid(e->salt, nonce, e->cid);
+        container_tag(e->salt, e->cid, cref);
+        md[k++] = "codeshim_owner";
+        md[k++] = e->owner;
+        if (e->session[0]) {
+            md[k++] = "codeshim_session";
+            md[k++] = e->session;
+        }
+        md[k++] = "codeshim_cntr";
+        md[k++] = cref;
+        md[k++] = "codeshim_nonce";
+        md[k++] = nonce;
+    } else {
+        md[k++] = "codeshim";
+        md[k++] = "request";
+    }
+    md[k] = NULL;
+    rc = shim_e2b_create(&e->api, md, e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S, &e->box);
+    e->create_s += shim_clock_s() - t0;
+    if (rc < 0)
+        return rc;
+    e->have_box = e->fresh = 1;
+    e->deadline = shim_clock_s() + PRIVATE_TIMEOUT_S;
+    LOG_INFO("e2b sandbox created in %.3f s", shim_clock_s() - t0);
+    return 0;
+}
+
+/* The tagged sandbox, if e2b still runs it: 1 found, 0 not, -errno. */
+static int find_box(struct e2b *e, const char *want_cid)
+{
+    struct shim_e2b_box l[8];
+    char cref[65], cid[64];
+    size_t n = 0, i, best = 0;
+    int rc;
+
+    if (e->session[0])
+        rc = shim_e2b_list(&e->api, "codeshim_session", e->session, l, 8, &n);
+    else {
+        container_tag(e->salt, want_cid, cref);
+        rc = shim_e2b_list(&e->api, "codeshim_cntr", cref, l, 8, &n);
+    }
+    if (rc < 0)
+        return rc;
+    for (i = 1; i < n; i++) /* two runs raced: the one e2b keeps longest */
+        if (l[i].end_at > l[best].end_at)
+            best = i;
+    if (!n || !l[best].nonce[0])
+        return 0;
+    derive_cid(e->salt, l[best].nonce, cid);
+    if (!e->session[0] && strcmp(cid, want_cid))
+        return 0;
+    rc = shim_e2b_get(&e->api, l[best].id, &e->box); /* the access token */
+    memset(l, 0, sizeof(l));
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        return rc;
+    memcpy(e->cid, cid, sizeof(cid));
+    e->have_box = 1;
+    return 1;
+}
+
+static void drop_box(struct e2b *e)
+{
+    memset(&e->box, 0, sizeof(e->box));
+    e->have_box = e->fresh = 0;
+}
+
+/* ---------------- results ---------------- */
+
+static int text_result(struct shim_exec_result *out, enum shim_exec_status st, const char *fmt,
+                       ...) __attribute__((format(printf, 3, 4)));
+static int text_result(struct shim_exec_result *out, enum shim_exec_status st, const char *fmt,
+                       ...)
+{
+    char text[1024];
+    va_list ap;
+
+    shim_exec_result_free(out);
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    LOG_WARN("%.*s", (int)strcspn(text, "\n"), text);
+    out->status = st;
+    out->logs = strdup(text);
+    if (!out->logs)
+        return -ENOMEM;
+    out->logs_len = strlen(text);
+    return 0;
+}
+
+/* Appends text to out->logs, on a line of its own. */
+static int append(struct shim_exec_result *out, const char *text)
+{
+    size_t n = strlen(text), nl = out->logs_len && out->logs[out->logs_len - 1] != '\n';
+    char *t = realloc(out->logs, out->logs_len + nl + n + 1);
+
+    if (!t)
+        return -ENOMEM;
+    if (nl)
+        t[out->logs_len++] = '\n';
+    memcpy(t + out->logs_len, text, n + 1);
+    out->logs = t;
+    out->logs_len += n;
+    return 0;
+}
+
+/* ---------------- the ops ----------------
+ * (No function here is named e2b_*: log lines carry the function's name,
+ * and the log masks anything that looks like an e2b key, e2b_...) */
+
+static int box_new(const struct shim_config *cfg, const struct shim_http_net *net,
+                   struct e2b **out)
+{
+    struct shim_http_net dflt = {0};
+    struct e2b *e = calloc(1, sizeof(*e));
+    int rc;
+
+    if (!e)
+        return -ENOMEM;
+    e->cfg = cfg;
+    rc = shim_e2b_api_init(&e->api, cfg, net ? net : &dflt);
+    if (rc < 0) {
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+static int op_create_at(const struct shim_config *cfg, const struct shim_http_net *net,
+                         const struct shim_sandbox_tag *tag, void **state)
+{
+    struct e2b *e;
+    int rc = box_new(cfg, net, &e);
+
+    if (rc < 0)
+        return rc;
+    *state = e;
+    if (!tag)
+        return 0; /* created at the first execution */
+    e->tagged = 1;
+    snprintf(e->owner, sizeof(e->owner), "%s", tag->owner);
+    snprintf(e->session, sizeof(e->session), "%s", tag->session ? tag->session : "");
+    snprintf(e->salt, sizeof(e->salt), "%s", tag->salt);
+    e->cap = tag->cap;
+    e->ttl_s = tag->ttl_s > 0 ? tag->ttl_s : 900;
+    snprintf(e->want, sizeof(e->want), "%s", tag->container ? tag->container : "");
+    rc = find_box(e, e->want);
+    if (rc == 0 && !e->session[0]) { /* no session: only an existing one will do */
+        shim_e2b_api_free(&e->api);
+        free(e);
+        *state = NULL;
+        return -ENOENT;
+    }
+    if (rc == 0)
+        rc = create_box(e);
+    if (rc < 0) /* said at the first execution, which tries again */
+        snprintf(e->err, sizeof(e->err), "%s", e->api.why);
+    else
+        LOG_INFO("e2b: %s session sandbox %s", rc ? "attached to" : "created", e->cid);
+    return 0;
+}
+
+static int op_create(const struct shim_config *cfg, void **state)
+{
+    return op_create_at(cfg, NULL, NULL, state);
+}
+
+/* A private sandbox that a long request would outlive gets more time. */
+static void keep_alive(struct e2b *e)
+{
+    int need = (e->cfg->exec_timeout_s > 0 ? e->cfg->exec_timeout_s : 60) + 60;
+
+    if (e->tagged || e->deadline - shim_clock_s() > need)
+        return;
+    if (shim_e2b_set_timeout(&e->api, e->box.id, PRIVATE_TIMEOUT_S) == 0)
+        e->deadline = shim_clock_s() + PRIVATE_TIMEOUT_S;
+}
+
+/* Sends the code; a 502 just after create is retried briefly. */
+static int send_code(struct e2b *e, const char *code, size_t len, struct shim_exec_result *out,
+                     enum shim_e2b_exec_end *end, double *secs)
+{
+    long wait_ms = 100;
+    double s;
+    int i, rc = 0;
+
+    *secs = 0;
+    for (i = 0; i < FRESH_TRIES; i++) {
+        struct timespec ts;
+
+        rc = shim_e2b_execute(&e->api, &e->box, code, len, out, end, &s);
+        *secs += s;
+        if (rc < 0 || *end != SHIM_E2B_GONE || !e->fresh)
+            break;
+        ts.tv_sec = wait_ms / 1000;
+        ts.tv_nsec = (wait_ms % 1000) * 1000000L;
+        nanosleep(&ts, NULL);
+        wait_ms *= 2;
+    }
+    if (rc == 0 && *end != SHIM_E2B_GONE)
+        e->fresh = 0;
+    return rc;
+}
+
+static int timed_out(struct e2b *e, struct shim_exec_result *out)
+{
+    char text[300];
+    int rc;
+
+    out->status = SHIM_EXEC_TIMEOUT;
+    if (!out->logs && !(out->logs = strdup("")))
+        return -ENOMEM;
+    if (shim_e2b_restart(&e->api, &e->box) == 0)
+        snprintf(text, sizeof(text), "Execution timed out after %d s; the Python interpreter "
+                 "was restarted and its state (variables, imports) was lost.\n",
+                 e->cfg->exec_timeout_s > 0 ? e->cfg->exec_timeout_s : 60);
+    else
+        snprintf(text, sizeof(text), "Execution timed out after %d s and was interrupted; "
+                 "the e2b sandbox could not restart the interpreter, so the code may still "
+                 "be running.\n", e->cfg->exec_timeout_s > 0 ? e->cfg->exec_timeout_s : 60);
+    rc = append(out, text);
+    return rc;
+}
+
+static int exec_on_box(struct e2b *e, const char *code, size_t len, struct shim_exec_result *out)
+{
+    enum shim_e2b_exec_end end;
+    double secs;
+    int rc;
+
+    keep_alive(e);
+    rc = send_code(e, code, len, out, &end, &secs);
+    if (rc < 0)
+        return rc;
+    out->remote_seconds = secs;
+    switch (end) {
+    case SHIM_E2B_RAN:
+        return 0;
+    case SHIM_E2B_TIMEOUT:
+        return timed_out(e, out);
+    case SHIM_E2B_GONE:
+        return 1; /* not run: the caller replaces the sandbox */
+    case SHIM_E2B_REFUSED:
+        return text_result(out, SHIM_EXEC_FAILED,
+                           "Error: the e2b sandbox did not run the code (%s).\n", e->api.why);
+    default:
+        return text_result(out, SHIM_EXEC_FAILED,
+                           "Error: the e2b sandbox stopped answering (%s); the code may have "
+                           "run, partly or fully. It was not run again.\n", e->api.why);
+    }
+}
+
+static int no_sandbox(struct e2b *e, struct shim_exec_result *out, const char *why)
+{
+    (void)e;
+    return text_result(out, SHIM_EXEC_FAILED,
+                       "Error: no e2b sandbox could be had (%s); the code was not run.\n", why);
+}
+
+/* A sandbox to run in: a tagged one is looked for again first (the
+ * lookup at open may have failed), then made. */
+static int ensure_box(struct e2b *e)
+{
+    int rc = e->tagged ? find_box(e, e->want) : 0;
+
+    return rc < 0 ? rc : rc == 1 ? 0 : create_box(e);
+}
+
+static int op_exec(void *state, const char *code, size_t len, struct shim_exec_result *out)
+{
+    struct e2b *e = state;
+    char old[64];
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (e->err[0]) { /* the open failed: say so once, then try again */
+        rc = no_sandbox(e, out, e->err);
+        e->err[0] = '\0';
+        return rc;
+    }
+    if (!e->have_box && ensure_box(e) < 0)
+        return no_sandbox(e, out, e->api.why);
+    rc = exec_on_box(e, code, len, out);
+    if (rc == 1) { /* vanished: a new sandbox, and the model is told */
+        snprintf(old, sizeof(old), "%s", e->tagged ? e->cid : "");
+        LOG_WARN("e2b sandbox %s is gone (%s); starting a new one", e->tagged ? e->cid : "",
+                 e->api.why);
+        drop_box(e);
+        if (create_box(e) < 0)
+            return no_sandbox(e, out, e->api.why);
+        snprintf(e->note, sizeof(e->note),
+                 "[Note: the e2b sandbox%s%s had ended (it expired or was removed); its "
+                 "variables, imports and files are gone. This is a new sandbox%s%s%s.]\n",
+                 old[0] ? " " : "", old, e->tagged ? " (" : "", e->tagged ? e->cid : "",
+                 e->tagged ? ")" : "");
+        rc = exec_on_box(e, code, len, out);
+        if (rc == 1)
+            rc = text_result(out, SHIM_EXEC_FAILED, "Error: the new e2b sandbox was not "
+                             "reachable either (%s); the code was not run.\n", e->api.why);
+    }
+    out->create_seconds = e->create_s;
+    out->remote = 1;
+    e->create_s = 0;
+    if (rc == 0 && e->tagged && e->have_box &&
+        shim_e2b_set_timeout(&e->api, e->box.id, e->ttl_s) < 0)
+        LOG_WARN("e2b: the session's timeout was not extended: %s", e->api.why);
+    return rc;
+}
+
+static void op_destroy(void *state)
+{
+    struct e2b *e = state;
+
+    if (!e)
+        return;
+    if (e->have_box && !e->tagged && shim_e2b_kill(&e->api, e->box.id) < 0 &&
+        e->api.status != 404)
+        LOG_WARN("e2b: the request's sandbox was not killed: %s", e->api.why);
+    shim_e2b_api_free(&e->api);
+    memset(e, 0, sizeof(*e)); /* the tokens */
+    free(e);
+}
+
+static const char *op_container_id(void *state)
+{
+    struct e2b *e = state;
+    return e->tagged && e->cid[0] ? e->cid : NULL;
+}
+
+static const char *op_take_note(void *state)
+{
+    static __thread char note[512];
+    struct e2b *e = state;
+
+    if (!e->note[0])
+        return NULL;
+    snprintf(note, sizeof(note), "%s", e->note);
+    e->note[0] = '\0';
+    return note;
+}
+
+const struct shim_sandbox_ops shim_sandbox_e2b = {
+    .name = "e2b",
+    .create = op_create,
+    .exec = op_exec,
+    .destroy = op_destroy,
+    .create_at = op_create_at,
+    .container_id = op_container_id,
+    .take_note = op_take_note,
+};

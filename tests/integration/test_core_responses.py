@@ -117,7 +117,8 @@ def assert_clean_upstream(srv, tool="python", n=None):
         assert params["type"] == "object"
         assert params["properties"]["code"]["type"] == "string"
         assert "code" in params.get("required", [])
-        assert "stream" not in b and "stream_options" not in b
+        # a streaming program's calls stream too; its stream_options never go
+        assert b.get("stream", True) is True and "stream_options" not in b
         assert not [k for k in b if k.lower().startswith("codeshim")], list(b)
         assert "session_id" not in (b.get("metadata") or {})
         assert "code_interpreter_call.outputs" not in (b.get("include") or [])
@@ -485,9 +486,9 @@ def test_allowed_tools_choice_rewritten(fake):
     assert_clean_upstream(fake, n=2)
 
 
-def test_stream_is_not_forwarded(fake):
-    """stream/stream_options are for the program; the upstream is always
-    called without them (the fake answers 400 to stream:true)."""
+def test_stream_options_are_not_forwarded(fake):
+    """The upstream is asked to stream when the program is (issue 14), but
+    the program's stream_options are its own and never forwarded."""
     body = req(blocks("print(2 ** 10)\n"), stream=True,
                stream_options={"include_obfuscation": False})
     rc, out, err = curl_post(fake.url + "/responses", body, ["-w", "\n%{http_code}"])

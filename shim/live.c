@@ -194,6 +194,23 @@ static int r_event(struct shim_live *l, cJSON *ev)
     return rc ? rc : program_ok(l);
 }
 
+/* The call announced is not in the final answer (an upstream whose stream
+ * and answer disagree): it ends as failed, never run, so the stream stays
+ * well formed. */
+static void abandon_call(struct shim_live *l)
+{
+    struct shim_call c;
+
+    memset(&c, 0, sizeof(c));
+    snprintf(c.ci_id, sizeof(c.ci_id), "%s", l->ci_id);
+    snprintf(c.container_id, sizeof(c.container_id), "%s", l->cntr);
+    c.status = "failed";
+    c.output = (char *)"codeshim: the model server's final answer does not hold this call; "
+                       "it was not run";
+    shim_stream_exec_begin(l->st, &c);
+    shim_stream_exec_end(l->st, &c);
+}
+
 static void r_turn_end(struct shim_live *l, const cJSON *reply, struct shim_call *calls,
                        size_t n)
 {
@@ -211,12 +228,12 @@ static void r_turn_end(struct shim_live *l, const cJSON *reply, struct shim_call
         l->nfwd++;
     }
     it = nth(out, l->nfwd);
-    if (l->ci_up >= 0 && it && shim_responses_is_internal(it, l->cv)) {
-        it = it->next;
-        if (n) { /* calls[0] is that item's: scan keeps the reply's order */
-            snprintf(calls[0].ci_id, sizeof(calls[0].ci_id), "%s", l->ci_id);
-            snprintf(calls[0].container_id, sizeof(calls[0].container_id), "%s", l->cntr);
-        }
+    if (l->ci_up >= 0 && it && n && shim_responses_is_internal(it, l->cv)) {
+        it = it->next; /* calls[0] is that item's: scan keeps the reply's order */
+        snprintf(calls[0].ci_id, sizeof(calls[0].ci_id), "%s", l->ci_id);
+        snprintf(calls[0].container_id, sizeof(calls[0].container_id), "%s", l->cntr);
+    } else if (l->ci_up >= 0) {
+        abandon_call(l);
     }
     l->st->cursor = it;
 }

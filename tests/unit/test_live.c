@@ -283,12 +283,44 @@ static void truncated_or_bad_streams_say_why(void **state)
     teardown(&h);
 }
 
+/* A call announced live but missing from the final answer is closed as
+ * failed (never run): every added item is done, output_index moves on. */
+static void announced_call_missing_from_answer_is_closed(void **state)
+{
+    struct harness h;
+    struct shim_call *calls;
+    size_t n;
+    int foreign;
+    cJSON *reply;
+
+    (void)state;
+    setup(&h, SHIM_API_RESPONSES, "{}");
+    shim_live_turn_begin(&h.live, 1);
+    ev(&h, "{\"type\":\"response.created\",\"response\":{\"id\":\"resp_A\"}}");
+    ev(&h, "{\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"id\":"
+           "\"fc_1\",\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"python\","
+           "\"arguments\":\"\"}}");
+    ev(&h, "{\"type\":\"response.completed\",\"response\":{\"id\":\"resp_A\",\"output\":[]}}");
+    reply = shim_live_take_reply(&h.live);
+    assert_int_equal(shim_responses_ops.scan(reply, &h.cv, &calls, &n, &foreign), 0);
+    assert_int_equal(n, 0);
+    shim_live_turn_end(&h.live, reply, calls, n);
+    assert_int_equal(h.st.next_index, 1);
+    assert_int_equal(h.st.live_ci[0], '\0');
+    assert_non_null(strstr(h.out.data, "\"response.output_item.done\""));
+    assert_non_null(strstr(h.out.data, "\"status\":\"failed\""));
+    cJSON_Delete(reply);
+    free(calls);
+    teardown(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(responses_two_turns_one_stream),
         cmocka_unit_test(chat_withholds_codeshims_call),
         cmocka_unit_test(truncated_or_bad_streams_say_why),
+        cmocka_unit_test(announced_call_missing_from_answer_is_closed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

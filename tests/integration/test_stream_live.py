@@ -180,7 +180,7 @@ def test_chat_content_live_codeshims_call_withheld(fake):
                and d["choices"][0]["delta"].get("content")]
     assert len(content) > 5 and content[0] < up2[-1]["t"]
     assert timed[-2][2]["usage"]["completion_tokens"] == 10  # two upstream calls
-    assert_clean_chat_upstream(fake, n=2)
+    assert_clean_chat_upstream(fake, n=2, stream=True)
 
 
 def test_chat_program_tool_call_forwarded_live(fake):

@@ -258,19 +258,22 @@ def chat_stream(url, body, env=None):
                              .get("include_usage"))
 
 
-def assert_clean_chat_upstream(srv, n, stream=True):
-    """Every upstream Chat request: streaming, with usage asked for (codeshim
-    sums it) whatever the program's stream_options, codeshim's function
-    tool in place of code_interpreter, the program's key."""
+def assert_clean_chat_upstream(srv, n, stream=None):
+    """Every upstream Chat request: streaming (stream=True: as a streaming
+    program's are), with usage asked for (codeshim sums it) whatever the
+    program's stream_options, or not streaming (stream=False), or either
+    (None); codeshim's function tool in place of code_interpreter, the
+    program's key."""
     reqs = srv.requests()
     assert len(reqs) == n, [q["raw"][:200] for q in reqs]
     for q in reqs:
         assert q["method"] == "POST" and q["path"].endswith("/chat/completions")
         b = q["body"]
-        if stream:
-            assert b["stream"] is True and b["stream_options"] == {"include_usage": True}, b
-        else:
-            assert "stream" not in b and "stream_options" not in b, b
+        streamed = ("stream" in b, b.get("stream"), b.get("stream_options"))
+        assert streamed in {True: [(True, True, {"include_usage": True})],
+                            False: [(False, None, None)],
+                            None: [(True, True, {"include_usage": True}),
+                                   (False, None, None)]}[stream], b
         tools = b.get("tools") or []
         assert not [t for t in tools if t.get("type") == "code_interpreter"], tools
         fn = [t for t in tools if t.get("type") == "function"
@@ -421,7 +424,7 @@ def test_chat_stream(fake, include_usage):
         assert events[-2][1]["usage"]["completion_tokens"] == 10  # 2 calls x 5
     else:
         assert not [c for _, c in events[:-1] if not c["choices"]]
-    reqs = assert_clean_chat_upstream(fake, n=2)
+    reqs = assert_clean_chat_upstream(fake, n=2, stream=True)
     assert [m["role"] for m in reqs[1]["body"]["messages"]] == ["user", "assistant", "tool"]
     assert reqs[1]["body"]["messages"][2]["content"] == "42\n"
 
@@ -440,7 +443,7 @@ def test_chat_stream_program_tool_call_deltas(fake):
     first = [c for c in chunks if c["choices"][0]["delta"].get("tool_calls")][0]
     tc = first["choices"][0]["delta"]["tool_calls"][0]
     assert tc["type"] == "function" and tc["id"] == calls[0]["id"]
-    assert_clean_chat_upstream(fake, n=2)
+    assert_clean_chat_upstream(fake, n=2, stream=True)
 
 
 # -------------------------------------------------------- the C example
@@ -476,7 +479,7 @@ def test_example_chat_stream(fake, tmp_path):
         ("[DONE]", "")]
     assert got[2:2 + len(content)] == [("chat.completion.chunk", r) for r in content]
     assert len(stamped_writes(stamps)) == 4 + len(content)
-    assert_clean_chat_upstream(fake, n=2)  # streamed, usage asked for
+    assert_clean_chat_upstream(fake, n=2, stream=True)  # streamed, usage asked for
 
 
 def test_example_reassembles_events_split_across_callbacks(fake, tmp_path):

@@ -477,20 +477,27 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     return more;
 }
 
-/* The upstream is asked to stream too (Chat: with usage, which codeshim
- * sums whatever the program asked for). */
+/* The upstream is asked to stream too: with usage for Chat (codeshim sums
+ * it whatever the program asked for), and with the program's choice of
+ * obfuscation padding, the one stream option that is the program's. */
 static void ask_stream(struct run *r, cJSON *up)
 {
     static const struct shim_live_hooks hooks = {live_begin, live_container, NULL};
+    const cJSON *ob = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r->req, "stream_options"), "include_obfuscation");
     struct shim_live_hooks h = hooks;
+    cJSON *so = cJSON_CreateObject();
 
     h.ctx = r;
     shim_json_set(up, "stream", cJSON_CreateTrue());
-    if (r->kind == SHIM_API_CHAT) {
-        cJSON *so = cJSON_CreateObject();
+    if (r->kind == SHIM_API_CHAT)
         cJSON_AddTrueToObject(so, "include_usage");
+    if (cJSON_IsBool(ob))
+        cJSON_AddItemToObject(so, "include_obfuscation", cJSON_Duplicate(ob, 0));
+    if (so && so->child)
         shim_json_set(up, "stream_options", so);
-    }
+    else
+        cJSON_Delete(so);
     shim_live_init(&r->live, r->kind, &r->cv, &r->st, &h, r->cfg->max_response);
     r->live_on = 1;
 }

@@ -14,6 +14,11 @@
  * content, finish_reason, optional usage chunk), then [DONE]; codeshim's
  * tool calls never appear.
  *
+ * When the upstream streams too, live.c relays its events through the
+ * entry points at the end (the items of a turn it relayed are skipped
+ * when the turn's answer is synthesised); an upstream that answers whole
+ * gets the synthesis above.
+ *
  * Bytes leave through the write function; its first failure stops the
  * stream (every later call returns that failure). */
 #ifndef SHIM_STREAM_H

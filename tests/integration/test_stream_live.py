@@ -261,3 +261,28 @@ def test_recorded_stream_replays(fake, tmp_path):
     assert rc == 0
     assert [n for _, n, _ in again] == [n for _, n, _ in first]
     check_responses_stream(responses_events(again))
+
+
+def test_program_that_stops_reading_stops_the_upstream_stream(fake):
+    """The program hangs up after the first text delta: codeshim stops
+    reading the upstream at once (the transfer ends long before the
+    upstream would have finished) and the program's transfer fails."""
+    body = sreq("Say hello.")
+    cmd = [CURL, "-sS", "-N", "-H", "Content-Type: application/json",
+           "-H", "Authorization: Bearer " + KEY, "-H", "X-Fake-Stream-Delay: 0.1",
+           "--data-binary", json.dumps(body), fake.url + "/responses"]
+    home = tempfile.mkdtemp(prefix="codeshim-home-")
+    p = subprocess.Popen(cmd, env=clean_env({"OPENAI_API_KEY": KEY}, True, home),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    buf = b""
+    while b"response.output_text.delta" not in buf:
+        chunk = os.read(p.stdout.fileno(), 65536)
+        assert chunk, buf
+        buf += chunk
+    p.stdout.close()  # hang up
+    rc = p.wait(timeout=30)
+    written = sent(fake)
+    assert rc == 23, p.stderr.read()  # curl: write error
+    p.stderr.close()
+    assert len(written) < written[0]["n"], written  # the upstream was not read to its end

@@ -21,6 +21,9 @@ row "plain POST, no codeshim" $B/bench_http "$url/responses" "$N" "$tmp/plain.js
 row "plain POST, codeshim preloaded (pass-through)" env LD_PRELOAD="$LIB" $B/bench_http "$url/responses" "$N" "$tmp/plain.json"
 row "code_interpreter request, fake upstream (2 calls, 1 exec)" env LD_PRELOAD="$LIB" $B/bench_http "$url/responses" "$((N / 4))" "$tmp/ci.json"
 row "code_interpreter request, offline model (1 exec)" env CODESHIM_OFFLINE=1 LD_PRELOAD="$LIB" $B/bench_http "$url/responses" "$((N / 4))" "$tmp/ci.json"
+# Live streaming (issue 14): the program's first text delta against the
+# upstream's, and the spread of the deltas (bench/bench_stream.py).
+/usr/bin/python3 bench/bench_stream.py "$LIB" "${STREAM_RUNS:-10}"
 # Pass-through cost as instructions (wall-clock medians cannot see 10 %):
 # the same 300 plain POSTs in one process, with and without the library,
 # counted by callgrind, and their ratio. Skipped without valgrind.

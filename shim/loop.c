@@ -10,6 +10,7 @@
 #include "identity.h"
 #include "ids.h"
 #include "json.h"
+#include "live.h"
 #include "log.h"
 #include "sandbox.h"
 #include "session.h"
@@ -35,6 +36,10 @@ struct run {
     struct shim_files files;  /* its container's files (files.h) */
     struct shim_sink sink;
     struct shim_stream st;
+    struct shim_live live; /* relays the upstream's own stream (live.h) */
+    struct shim_http_reply *cur_rep; /* the reply being streamed in */
+    int live_on;   /* upstream calls ask for a stream */
+    int live_turn; /* the last upstream answer came as a stream */
     int streaming; /* SSE headers and first events sent */
     int executed;
     int capped; /* the cap was reached: the last upstream call is under way */
@@ -92,7 +97,8 @@ static void run_call(struct run *r, struct shim_call *c)
 
     c->executed = 1;
     r->executed++;
-    shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
+    if (!c->ci_id[0]) /* else announced while the model wrote it */
+        shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
     c->code = shim_conv_parse_code(c->arguments, &why);
     if (c->code && !r->box && (rc = open_box(r)) < 0) {
         shim_session_close(r->box);
@@ -101,7 +107,7 @@ static void run_call(struct run *r, struct shim_call *c)
     if (r->box)
         snprintf(c->container_id, sizeof(c->container_id), "%s",
                  shim_session_container_id(r->box));
-    else
+    else if (!c->container_id[0])
         shim_id_make(c->container_id, sizeof(c->container_id), "cntr_", 48);
     if (r->streaming)
         shim_stream_exec_begin(&r->st, c);
@@ -233,21 +239,14 @@ static CURLcode fail_stream(struct run *r, const char *code, const char *message
     return shim_sink_end(&r->sink);
 }
 
-/* An upstream answer that JSON readers would read differently (a key
- * twice, U+0000): codeshim acts on none of it, and does not hand it over
- * either (the program would read it its own way, perhaps as a call of
- * codeshim's tool): a clear error instead. */
-static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
+/* An upstream answer codeshim cannot act on: a clear error, as a failed
+ * stream once the stream began, else as a 502 with OpenAI's error body. */
+static CURLcode broken_reply(struct run *r, const char *msg)
 {
-    char flaw[128], msg[400];
     cJSON *body;
     char *json;
     CURLcode rc;
 
-    shim_json_flaw_text(why, flaw, sizeof(flaw));
-    snprintf(msg, sizeof(msg),
-             "codeshim could not read the model server's answer: %s, and JSON readers "
-             "disagree about what that says; nothing in it was run or passed on.", flaw);
     LOG_WARN("%s", msg);
     if (r->streaming)
         return fail_stream(r, "upstream_error", msg);
@@ -260,6 +259,21 @@ static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
                          json, strlen(json));
     free(json);
     return rc;
+}
+
+/* An upstream answer that JSON readers would read differently (a key
+ * twice, U+0000): codeshim acts on none of it, and does not hand it over
+ * either (the program would read it its own way, perhaps as a call of
+ * codeshim's tool): a clear error instead. */
+static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
+{
+    char flaw[128], msg[400];
+
+    shim_json_flaw_text(why, flaw, sizeof(flaw));
+    snprintf(msg, sizeof(msg),
+             "codeshim could not read the model server's answer: %s, and JSON readers "
+             "disagree about what that says; nothing in it was run or passed on.", flaw);
+    return broken_reply(r, msg);
 }
 
 /* What a later request continuing from this answer (previous_response_id)
@@ -313,6 +327,54 @@ static void trace_turn(struct run *r, const struct shim_http_reply *rep, const c
     shim_trace_upstream(r->id, r->turns, r->kind == SHIM_API_CHAT, rep, body, rc, errbuf);
 }
 
+/* The live relay's hooks (live.h) and the upstream's event callback. */
+static int live_begin(void *ctx, const cJSON *first)
+{
+    struct run *r = ctx;
+
+    if (!r->streaming)
+        start_stream(r, r->cur_rep, first);
+    return r->streaming ? 0 : -1;
+}
+
+static void live_container(void *ctx, char *out, size_t outsz)
+{
+    struct run *r = ctx;
+
+    if (!r->box && open_box(r) < 0) {
+        shim_session_close(r->box);
+        r->box = NULL;
+    }
+    if (r->box)
+        snprintf(out, outsz, "%s", shim_session_container_id(r->box));
+    else
+        shim_id_make(out, outsz, "cntr_", 48);
+}
+
+static int on_event(void *ctx, const char *name, const char *data, size_t len)
+{
+    struct run *r = ctx;
+    return shim_live_event(&r->live, name, data, len);
+}
+
+/* Sends one upstream request, streamed when the program's is: events are
+ * relayed while they arrive. */
+static CURLcode post(struct run *r, struct shim_upstream *u, const char *body,
+                     struct shim_http_reply *rep, char *errbuf)
+{
+    CURLcode rc;
+
+    r->live_turn = 0;
+    if (!r->live_on)
+        return shim_upstream_post(u, body, strlen(body), rep, errbuf);
+    shim_live_turn_begin(&r->live, !r->capped && r->executed < r->cv.max_exec);
+    r->cur_rep = rep;
+    rc = shim_upstream_post_stream(u, body, strlen(body), rep, errbuf, on_event, r,
+                                   &r->live_turn);
+    r->cur_rep = NULL;
+    return rc;
+}
+
 /* Makes one upstream call and reads its answer into *reply (NULL when
  * it is not JSON). Returns 1, or 0 when the program's answer has been
  * delivered instead (*rc set): the call failed, the upstream answered an
@@ -332,12 +394,20 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
     }
     shim_http_reply_free(rep);
     r->turns++;
-    *rc = shim_upstream_post(u, body, strlen(body), rep, errbuf);
+    *rc = post(r, u, body, rep, errbuf);
     free(body);
+    if (r->sink.rc != CURLE_OK) { /* the program stopped reading the stream */
+        trace_turn(r, rep, NULL, *rc, errbuf);
+        *rc = shim_sink_end(&r->sink);
+        return 0;
+    }
     if (*rc != CURLE_OK) {
         trace_turn(r, rep, NULL, *rc, errbuf);
-        *rc = r->streaming ? fail_stream(r, "upstream_unreachable", errbuf)
-                           : shim_sink_fail(&r->sink, *rc, errbuf);
+        if (r->live.err[0]) /* an event the relay could not read */
+            *rc = broken_reply(r, r->live.err);
+        else
+            *rc = r->streaming ? fail_stream(r, "upstream_unreachable", errbuf)
+                               : shim_sink_fail(&r->sink, *rc, errbuf);
         return 0;
     }
     if (rep->status < 200 || rep->status >= 300) {
@@ -346,6 +416,13 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
         snprintf(msg, sizeof(msg), "the model server answered HTTP %ld", rep->status);
         *rc = r->streaming ? fail_stream(r, "upstream_error", msg) : deliver_raw(r, rep);
         return 0;
+    }
+    if (r->live_turn) {
+        *reply = shim_live_take_reply(&r->live);
+        trace_turn(r, rep, *reply, CURLE_OK, errbuf);
+        if (!*reply)
+            *rc = broken_reply(r, r->live.err);
+        return *reply != NULL;
     }
     err = shim_json_read(rep->body.data, rep->body.len, reply, &flaw);
     trace_turn(r, rep, *reply, CURLE_OK, errbuf); /* the tree the loop reads */
@@ -419,7 +496,9 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     }
     if (r->cv.stream && !r->streaming)
         start_stream(r, rep, reply);
-    if (r->streaming)
+    if (r->streaming && r->live_turn)
+        shim_live_turn_end(&r->live, reply, calls, n);
+    else if (r->streaming)
         shim_stream_turn(&r->st, reply);
     skipped = run_calls(r, calls, n);
     if (r->sink.rc != CURLE_OK) { /* the program stopped reading */
@@ -442,6 +521,31 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     cJSON_Delete(reply);
     free_calls(calls, n);
     return more;
+}
+
+/* The upstream is asked to stream too: with usage for Chat (codeshim sums
+ * it whatever the program asked for), and with the program's choice of
+ * obfuscation padding, the one stream option that is the program's. */
+static void ask_stream(struct run *r, cJSON *up)
+{
+    static const struct shim_live_hooks hooks = {live_begin, live_container, NULL};
+    const cJSON *ob = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r->req, "stream_options"), "include_obfuscation");
+    struct shim_live_hooks h = hooks;
+    cJSON *so = cJSON_CreateObject();
+
+    h.ctx = r;
+    shim_json_set(up, "stream", cJSON_CreateTrue());
+    if (r->kind == SHIM_API_CHAT)
+        cJSON_AddTrueToObject(so, "include_usage");
+    if (cJSON_IsBool(ob))
+        cJSON_AddItemToObject(so, "include_obfuscation", cJSON_Duplicate(ob, 0));
+    if (so && so->child)
+        shim_json_set(up, "stream_options", so);
+    else
+        cJSON_Delete(so);
+    shim_live_init(&r->live, r->kind, &r->cv, &r->st, &h, r->cfg->max_response);
+    r->live_on = 1;
 }
 
 CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
@@ -475,6 +579,8 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
                              : oom(&r);
         goto out;
     }
+    if (r.cv.stream && shim_upstream_streams(u))
+        ask_stream(&r, up);
     if (shim_log_enabled(SHIM_LOG_INFO)) {
         char url[1024];
         shim_log_url(v->url, url, sizeof(url));
@@ -495,6 +601,8 @@ out:
                       shim_clock_s() - t0, rc, r.sink.message);
     if (r.streaming)
         shim_stream_free(&r.st);
+    if (r.live_on)
+        shim_live_free(&r.live);
     shim_http_reply_free(&rep);
     shim_upstream_close(u);
     shim_files_free(&r.files);

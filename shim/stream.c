@@ -2,6 +2,7 @@
  * only effect is the write function the loop hands in. */
 #include "stream.h"
 
+#include "argcode.h"
 #include "ids.h"
 #include "responses.h"
 #include "text.h"
@@ -45,6 +46,7 @@ void shim_stream_free(struct shim_stream *s)
     s->chunk = s->snap = s->done = NULL;
     free(s->id);
     s->id = NULL;
+    shim_buf_free(&s->live_code);
 }
 
 static int send_raw(struct shim_stream *s, const char *p, size_t n)
@@ -325,11 +327,46 @@ static int r_start(struct shim_stream *s, const cJSON *req, const cJSON *first)
     return send(s, e);
 }
 
+static int code_delta(struct shim_stream *s, int index, const char *ci_id, const char *p,
+                      size_t n)
+{
+    char *d = strndup(p, n);
+    cJSON *e = item_event("response.code_interpreter_call_code.delta", index, ci_id);
+
+    cJSON_AddStringToObject(e, "delta", d ? d : "");
+    free(d);
+    return send(s, e);
+}
+
+/* The rest of a call announced live: what the whole parse found beyond
+ * the deltas already sent (all of it when the decoder gave up early; none
+ * when the parse disagrees with them, which only odd arguments such as a
+ * "code" key given twice can cause), then done and interpreting. */
+static int live_exec_begin(struct shim_stream *s, const struct shim_call *c)
+{
+    const char *code = c->code ? c->code : "";
+    size_t n = strlen(code), sent = s->live_sent;
+    int index = s->next_index;
+    cJSON *e;
+
+    if (n > sent && !memcmp(code, s->live_code.data ? s->live_code.data : "", sent))
+        code_delta(s, index, c->ci_id, code + sent, n - sent);
+    e = item_event("response.code_interpreter_call_code.done", index, c->ci_id);
+    cJSON_AddStringToObject(e, "code", code);
+    send(s, e);
+    s->live_ci[0] = '\0';
+    shim_buf_free(&s->live_code);
+    s->live_sent = 0;
+    return send(s, item_event("response.code_interpreter_call.interpreting", index, c->ci_id));
+}
+
 static int r_exec_begin(struct shim_stream *s, const struct shim_call *c)
 {
     cJSON *item, *e;
     int index;
 
+    if (s->live_ci[0] && !strcmp(c->ci_id, s->live_ci))
+        return live_exec_begin(s, c);
     emit_until(s, c->call_id);
     index = s->next_index;
     item = shim_responses_ci_item(c);
@@ -389,6 +426,8 @@ static int responses_stream_finish(struct shim_stream *s, const cJSON *answer)
 
 /* ---------------- Chat ---------------- */
 
+static int chat_stream_end(struct shim_stream *s, const cJSON *answer);
+
 static cJSON *chunk(struct shim_stream *s, cJSON *delta, const char *finish)
 {
     cJSON *c = cJSON_Duplicate(s->chunk, 1), *choices = cJSON_AddArrayToObject(c, "choices");
@@ -437,11 +476,12 @@ static int chat_stream_finish(struct shim_stream *s, const cJSON *answer)
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(ch, "message"), *tc;
     const char *text = shim_json_str(msg, "content");
     const char *refusal = shim_json_str(msg, "refusal");
-    const char *fr = shim_json_str(ch, "finish_reason");
     size_t left = text ? strlen(text) : 0;
     int i = 0;
-    cJSON *d, *u;
+    cJSON *d;
 
+    if (s->live) /* text and the program's calls went out as they came */
+        return chat_stream_end(s, answer);
     while (left) {
         size_t n = piece(text, left);
         char *p = strndup(text, n);
@@ -482,6 +522,16 @@ static int chat_stream_finish(struct shim_stream *s, const cJSON *answer)
         cJSON_AddItemToArray(arr, t);
         send(s, chunk(s, d, NULL));
     }
+    return chat_stream_end(s, answer);
+}
+
+/* The closing chunks: finish_reason, usage when asked for, [DONE]. */
+static int chat_stream_end(struct shim_stream *s, const cJSON *answer)
+{
+    const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(answer, "choices"), 0);
+    const char *fr = shim_json_str(ch, "finish_reason");
+    cJSON *u;
+
     send(s, chunk(s, cJSON_CreateObject(), fr ? fr : "stop"));
     if (s->cv->include_usage) {
         u = cJSON_Duplicate(s->chunk, 1);
@@ -505,6 +555,8 @@ int shim_stream_start(struct shim_stream *s, const cJSON *req, const cJSON *firs
 void shim_stream_turn(struct shim_stream *s, const cJSON *reply)
 {
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(reply, "output");
+
+    s->live = 0;
     s->cursor = s->api == SHIM_API_RESPONSES && out ? out->child : NULL;
 }
 
@@ -558,4 +610,63 @@ int shim_stream_fail(struct shim_stream *s, const char *code, const char *messag
         cJSON_AddStringToObject(err, "code", code);
     }
     return send(s, e);
+}
+
+/* ---------------- the live relay's entry points ---------------- */
+
+int shim_stream_send(struct shim_stream *s, cJSON *ev)
+{
+    return send(s, ev);
+}
+
+int shim_stream_forward(struct shim_stream *s, cJSON *ev, int index)
+{
+    const char *type = shim_json_str(ev, "type");
+
+    if (!ev)
+        return -1;
+    shim_json_set(ev, "output_index", cJSON_CreateNumber(index));
+    if (type && !strcmp(type, "response.output_item.done")) {
+        if (!s->done)
+            s->done = cJSON_CreateArray();
+        cJSON_AddItemToArray(s->done,
+                             cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ev, "item"), 1));
+    }
+    return send(s, ev);
+}
+
+int shim_stream_ci_open(struct shim_stream *s, const char *ci_id, const char *container_id,
+                        size_t code_cap)
+{
+    struct shim_call c;
+    cJSON *item;
+    int index = s->next_index;
+
+    memset(&c, 0, sizeof(c));
+    snprintf(c.ci_id, sizeof(c.ci_id), "%s", ci_id);
+    snprintf(c.container_id, sizeof(c.container_id), "%s", container_id);
+    c.status = "in_progress";
+    snprintf(s->live_ci, sizeof(s->live_ci), "%s", ci_id);
+    shim_buf_free(&s->live_code);
+    shim_buf_init(&s->live_code, code_cap);
+    s->live_sent = 0;
+    item = shim_responses_ci_item(&c);
+    item_added(s, index, item);
+    return send(s, item_event("response.code_interpreter_call.in_progress", index, ci_id));
+}
+
+int shim_stream_ci_code(struct shim_stream *s)
+{
+    size_t whole = shim_argcode_whole(s->live_code.data, s->live_code.len);
+    size_t from = s->live_sent;
+
+    if (whole <= from)
+        return s->failed ? -1 : 0;
+    s->live_sent = whole;
+    return code_delta(s, s->next_index, s->live_ci, s->live_code.data + from, whole - from);
+}
+
+int shim_stream_chat_delta(struct shim_stream *s, cJSON *delta)
+{
+    return delta ? send(s, chunk(s, delta, NULL)) : -1;
 }

@@ -14,6 +14,11 @@
  * content, finish_reason, optional usage chunk), then [DONE]; codeshim's
  * tool calls never appear.
  *
+ * When the upstream streams too, live.c relays its events through the
+ * entry points at the end (the items of a turn it relayed are skipped
+ * when the turn's answer is synthesised); an upstream that answers whole
+ * gets the synthesis above.
+ *
  * Bytes leave through the write function; its first failure stops the
  * stream (every later call returns that failure). */
 #ifndef SHIM_STREAM_H
@@ -40,6 +45,14 @@ struct shim_stream {
     cJSON *snap;        /* Responses: the in-progress response snapshot */
     cJSON *done;        /* Responses: output items finished so far */
     char *id;           /* the stream's response id (owned) */
+    /* Live relay (live.c): the turn's events came from the upstream's own
+     * stream, so its text and calls are out already (Chat finish sends
+     * only the end); the code call announced while the model wrote it,
+     * and its code decoded so far and the part of it sent as deltas. */
+    int live;
+    char live_ci[64];
+    struct shim_buf live_code;
+    size_t live_sent;
 };
 
 void shim_stream_init(struct shim_stream *s, enum shim_api api,
@@ -59,6 +72,23 @@ int shim_stream_exec_end(struct shim_stream *s, const struct shim_call *c);
 int shim_stream_finish(struct shim_stream *s, const cJSON *answer);
 /* Ends the stream with a failure (error + response.failed / error chunk). */
 int shim_stream_fail(struct shim_stream *s, const char *code, const char *message);
+
+/* For the live relay (live.c). Sends ev (taken) with the next
+ * sequence_number (Responses). */
+int shim_stream_send(struct shim_stream *s, cJSON *ev);
+/* Sends an upstream item event (taken) as the item at output index
+ * index; an output_item.done also joins the items finished so far. */
+int shim_stream_forward(struct shim_stream *s, cJSON *ev, int index);
+/* Announces the code_interpreter_call ci_id (added, in_progress) at the
+ * next output index, before its code is known; live_code then collects
+ * the code, and exec_begin for a call with this ci_id sends what is left
+ * of it. */
+int shim_stream_ci_open(struct shim_stream *s, const char *ci_id, const char *container_id,
+                        size_t code_cap);
+/* Sends the part of live_code not sent yet, up to a character boundary. */
+int shim_stream_ci_code(struct shim_stream *s);
+/* Chat: one chunk with this delta (taken) and no finish_reason. */
+int shim_stream_chat_delta(struct shim_stream *s, cJSON *delta);
 
 /* Pure SSE framing: appends "event: <name>\n" (when name) + "data: <data>\n\n". */
 int shim_sse_frame(struct shim_buf *out, const char *name, const char *data);

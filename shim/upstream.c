@@ -8,6 +8,7 @@
 #include "json.h"
 #include "log.h"
 #include "offline.h"
+#include "sse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,14 @@ struct transport {
     const char *name;
     CURLcode (*post)(struct shim_upstream *u, const char *body, size_t len,
                      struct shim_http_reply *r, char *errbuf);
+    /* NULL: the transport answers whole (the loop then synthesises) */
+    CURLcode (*post_stream)(struct shim_upstream *u, const char *body, size_t len,
+                            struct shim_http_reply *r, char *errbuf);
 };
+
+/* A streamed answer being read (network_post_stream, replay). */
+enum { SM_OFF, SM_UNDECIDED, SM_SSE, SM_WHOLE };
+enum { SW_NONE, SW_TOTAL, SW_EVENT, SW_STOPPED };
 
 struct shim_upstream {
     const struct transport *t;
@@ -38,11 +46,71 @@ struct shim_upstream {
     struct curl_slist *headers;
     size_t max_response;
     struct shim_http_reply *cur; /* reply being filled by the callbacks */
+    /* streaming */
+    int smode;   /* SM_*: how the body of the current reply is read */
+    int swhy;    /* SW_*: why reading a stream stopped */
+    size_t stotal; /* bytes of the stream so far */
+    struct shim_sse sse;
+    shim_upstream_event_fn fn;
+    void *fn_ctx;
 };
+
+static int is_sse_type(const char *ct)
+{
+    return !strncasecmp(ct, "text/event-stream", 17);
+}
+
+static int sse_event(void *ctx, const char *name, const char *data, size_t len)
+{
+    struct shim_upstream *u = ctx;
+    return u->fn(u->fn_ctx, name, data, len) ? -ECANCELED : 0;
+}
+
+/* Stream bytes: counted against the cap, kept only when recording,
+ * parsed at once. 0 or -1 (u->swhy says why). */
+static int stream_bytes(struct shim_upstream *u, const char *p, size_t n)
+{
+    int rc;
+
+    if (n > u->max_response - u->stotal) {
+        u->swhy = SW_TOTAL;
+        return -1;
+    }
+    u->stotal += n;
+    if (u->cfg->record_dir[0] && shim_buf_add(&u->cur->body, p, n)) {
+        u->swhy = SW_TOTAL;
+        return -1;
+    }
+    rc = shim_sse_feed(&u->sse, p, n);
+    if (rc)
+        u->swhy = rc == -ECANCELED ? SW_STOPPED : SW_EVENT;
+    return rc ? -1 : 0;
+}
+
+/* At the first body byte of a streaming request: an SSE answer (2xx,
+ * text/event-stream) is parsed as it comes, anything else kept whole. */
+static void decide(struct shim_upstream *u)
+{
+    struct shim_http_reply *r = u->cur;
+    const char *ct = NULL;
+
+    u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
+    u->api->easy_getinfo(u->h, CURLINFO_HTTP_VERSION, &r->http_version);
+    u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
+    if (ct)
+        snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
+    u->smode = r->status >= 200 && r->status < 300 && ct && is_sse_type(ct) ? SM_SSE
+                                                                            : SM_WHOLE;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
     struct shim_upstream *u = ud;
+
+    if (u->smode == SM_UNDECIDED)
+        decide(u);
+    if (u->smode == SM_SSE)
+        return stream_bytes(u, p, sz * n) ? 0 : sz * n;
     return shim_buf_add(&u->cur->body, p, sz * n) ? 0 : sz * n;
 }
 
@@ -196,6 +264,22 @@ static void record(struct shim_upstream *u, const char *body, size_t len,
         LOG_WARN("record: cannot save exchange %s: %s", key, strerror(-rc));
 }
 
+/* Why reading the stream stopped, as the transfer's result. */
+static CURLcode stream_failure(struct shim_upstream *u, char *errbuf)
+{
+    if (u->swhy == SW_STOPPED) { /* the loop stopped it and knows why */
+        snprintf(errbuf, CURL_ERROR_SIZE, "codeshim: the stream was stopped");
+        return CURLE_WRITE_ERROR;
+    }
+    snprintf(errbuf, CURL_ERROR_SIZE,
+             u->swhy == SW_TOTAL ? "codeshim: upstream response larger than %zu bytes "
+                                   "(CODESHIM_MAX_RESPONSE)"
+                                 : "codeshim: an upstream stream line or event larger than "
+                                   "%zu bytes (CODESHIM_MAX_RESPONSE), or malformed",
+             u->max_response);
+    return CURLE_FILESIZE_EXCEEDED;
+}
+
 static CURLcode network_post(struct shim_upstream *u, const char *body, size_t len,
                              struct shim_http_reply *r, char *errbuf)
 {
@@ -218,7 +302,9 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
     shim_guard_leave();
     u->cur = NULL;
-    if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE > r->body.cap) {
+    if (rc == CURLE_WRITE_ERROR && u->smode == SM_SSE)
+        rc = stream_failure(u, errbuf);
+    else if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE > r->body.cap) {
         snprintf(errbuf, CURL_ERROR_SIZE,
                  "codeshim: upstream response larger than %zu bytes "
                  "(CODESHIM_MAX_RESPONSE)", r->body.cap);
@@ -234,9 +320,44 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
     return CURLE_OK;
 }
 
-static const struct transport network = {"network", network_post};
-static const struct transport offline = {"offline", offline_post};
-static const struct transport replay = {"replay", replay_post};
+/* The answer arrives through on_body, which parses it as SSE when it is. */
+static CURLcode network_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                    struct shim_http_reply *r, char *errbuf)
+{
+    CURLcode rc = network_post(u, body, len, r, errbuf);
+
+    if (rc == CURLE_OK && u->smode == SM_SSE && shim_sse_end(&u->sse)) {
+        u->swhy = SW_STOPPED; /* only the last event's handler can fail here */
+        rc = stream_failure(u, errbuf);
+    }
+    return rc;
+}
+
+/* A recorded stream is parsed from the file as the network's would be. */
+static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                   struct shim_http_reply *r, char *errbuf)
+{
+    CURLcode rc = replay_post(u, body, len, r, errbuf);
+
+    if (rc != CURLE_OK || r->status < 200 || r->status >= 300 || !is_sse_type(r->content_type))
+        return rc;
+    u->smode = SM_SSE;
+    if (r->body.len > u->max_response) {
+        u->swhy = SW_TOTAL;
+        return stream_failure(u, errbuf);
+    }
+    u->stotal = r->body.len;
+    if (shim_sse_feed(&u->sse, r->body.data ? r->body.data : "", r->body.len) ||
+        shim_sse_end(&u->sse)) {
+        u->swhy = u->sse.err == -ECANCELED ? SW_STOPPED : SW_EVENT;
+        return stream_failure(u, errbuf);
+    }
+    return CURLE_OK;
+}
+
+static const struct transport network = {"network", network_post, network_post_stream};
+static const struct transport offline = {"offline", offline_post, NULL};
+static const struct transport replay = {"replay", replay_post, replay_post_stream};
 
 static const struct transport *choose(const struct shim_config *cfg)
 {
@@ -308,6 +429,37 @@ CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t le
     shim_http_reply_init(r, HEAD_CAP, u->max_response);
     errbuf[0] = '\0';
     rc = u->t->post(u, body, len, r, errbuf);
+    r->seconds = shim_clock_s() - t0;
+    return rc;
+}
+
+int shim_upstream_streams(const struct shim_upstream *u)
+{
+    return u->t->post_stream != NULL;
+}
+
+CURLcode shim_upstream_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                   struct shim_http_reply *r, char *errbuf,
+                                   shim_upstream_event_fn fn, void *ctx, int *streamed)
+{
+    double t0 = shim_clock_s();
+    CURLcode rc;
+
+    *streamed = 0;
+    if (!u->t->post_stream)
+        return shim_upstream_post(u, body, len, r, errbuf);
+    shim_http_reply_init(r, HEAD_CAP, u->max_response);
+    errbuf[0] = '\0';
+    u->smode = SM_UNDECIDED;
+    u->swhy = SW_NONE;
+    u->stotal = 0;
+    u->fn = fn;
+    u->fn_ctx = ctx;
+    shim_sse_init(&u->sse, u->max_response, u->max_response, sse_event, u);
+    rc = u->t->post_stream(u, body, len, r, errbuf);
+    *streamed = u->smode == SM_SSE;
+    shim_sse_free(&u->sse);
+    u->smode = SM_OFF;
     r->seconds = shim_clock_s() - t0;
     return rc;
 }

@@ -34,6 +34,23 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
  * describing the failure. r is (re)initialised by the call. */
 CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t len,
                             struct shim_http_reply *r, char *errbuf);
+/* One event of a streamed answer (name NULL when it had no "event:"
+ * line; data NUL-terminated); nonzero stops the transfer. */
+typedef int (*shim_upstream_event_fn)(void *ctx, const char *name, const char *data,
+                                      size_t len);
+/* Whether shim_upstream_post_stream can stream on this transport (the
+ * network and replays can; the offline model answers whole). */
+int shim_upstream_streams(const struct shim_upstream *u);
+/* As shim_upstream_post, for a request that asks for a stream: a 2xx
+ * answer of type text/event-stream is parsed as it arrives (sse.h: lines
+ * and events capped at CODESHIM_MAX_RESPONSE, as is the whole) and each
+ * event handed to fn at once; *streamed is then 1, r has the status and
+ * headers, and r->body holds the raw stream only when recording. Any
+ * other answer fills r as shim_upstream_post does (*streamed 0). r's
+ * status, version, content type and head are set before the first event. */
+CURLcode shim_upstream_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                   struct shim_http_reply *r, char *errbuf,
+                                   shim_upstream_event_fn fn, void *ctx, int *streamed);
 void shim_upstream_close(struct shim_upstream *u);
 
 #endif

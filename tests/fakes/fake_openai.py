@@ -51,7 +51,9 @@ Behaviour, checked in this order for every request
 Model mode: request checks (400 + OpenAI error body, like the real API)
 ----------------------------------------------------------------------
 * the body is not a JSON object;
-* ``stream: true`` (codeshim must call upstream non-streaming);
+* ``stream: true`` is answered as a stream (see "Streaming" below) unless
+  the request has the header ``X-Fake-No-Stream: 1``: then the fake plays a
+  server that ignores ``stream`` and answers JSON;
 * any tool with ``type: "code_interpreter"`` (this fake plays a
   non-OpenAI server with no hosted tool; it proves codeshim never forwards
   the native tool);  Responses only: any input item of type
@@ -110,6 +112,19 @@ Model mode: the "model" (deterministic)
 * Model ``fake-slow``: each reply is delayed by 0.3 s.
 
 Every answer carries ``x-request-id: req_<counter>``.
+
+Streaming (model mode, ``stream: true``)
+---------------------------------------
+The model's answer is sent as SSE (chunked, ``text/event-stream``), with
+the event sequences OpenAI sends (wire-formats B for Responses, C.3 for
+Chat: a usage chunk when ``stream_options.include_usage``, then
+``[DONE]``). Texts and function-call arguments are cut into pieces of
+1, 2, 3, 5, 1, 2, 3, 5... characters (so escapes such as ``\n`` and
+``\ud83d\ude00`` in the arguments' JSON text are split), one delta each.
+``X-Fake-Stream-Delay: S`` sleeps S seconds before every event after the
+first. Each event is logged when written: ``srv.sent_events()`` lists
+``{"rid", "i", "n", "t", "type"}`` (t = time.monotonic() right after the
+write, i of n events of request rid, type the event type or "chunk").
 """
 
 import argparse
@@ -154,6 +169,103 @@ class BadRequest(Exception):
 
 
 # ------------------------------------------------------------------ model
+
+PIECES = (1, 2, 3, 5)
+
+
+def pieces(text):
+    """text cut into pieces of 1, 2, 3, 5, 1, 2... characters."""
+    out, i, k = [], 0, 0
+    while i < len(text):
+        n = PIECES[k % len(PIECES)]
+        out.append(text[i:i + n])
+        i, k = i + n, k + 1
+    return out
+
+
+def _dump(d):
+    return json.dumps(d, separators=(",", ":"))
+
+
+def responses_events(resp):
+    """The SSE events (framed strings, with their types) of a Response."""
+    evs = []
+
+    def ev(d):
+        d = dict(d, sequence_number=len(evs))
+        evs.append((d["type"], "event: %s\ndata: %s\n\n" % (d["type"], _dump(d))))
+
+    snap = dict(resp, status="in_progress", output=[], usage=None)
+    if "completed_at" in snap:
+        snap["completed_at"] = None
+    ev({"type": "response.created", "response": snap})
+    ev({"type": "response.in_progress", "response": snap})
+    for i, item in enumerate(resp.get("output") or []):
+        t, iid = item.get("type"), item.get("id")
+        if t == "message":
+            ev({"type": "response.output_item.added", "output_index": i,
+                "item": dict(item, status="in_progress", content=[])})
+            for ci, part in enumerate(item.get("content") or []):
+                text = part.get("text") or ""
+                ev({"type": "response.content_part.added", "item_id": iid, "output_index": i,
+                    "content_index": ci, "part": {"type": "output_text", "annotations": [],
+                                                  "logprobs": [], "text": ""}})
+                for p in pieces(text):
+                    ev({"type": "response.output_text.delta", "item_id": iid,
+                        "output_index": i, "content_index": ci, "delta": p, "logprobs": []})
+                ev({"type": "response.output_text.done", "item_id": iid, "output_index": i,
+                    "content_index": ci, "text": text, "logprobs": []})
+                ev({"type": "response.content_part.done", "item_id": iid, "output_index": i,
+                    "content_index": ci, "part": dict(part, logprobs=part.get("logprobs", []))})
+        elif t == "function_call":
+            args = item.get("arguments") or ""
+            ev({"type": "response.output_item.added", "output_index": i,
+                "item": dict(item, status="in_progress", arguments="")})
+            for p in pieces(args):
+                ev({"type": "response.function_call_arguments.delta", "item_id": iid,
+                    "output_index": i, "delta": p})
+            ev({"type": "response.function_call_arguments.done", "item_id": iid,
+                "output_index": i, "arguments": args, "name": item.get("name")})
+        else:
+            ev({"type": "response.output_item.added", "output_index": i, "item": item})
+        ev({"type": "response.output_item.done", "output_index": i, "item": item})
+    ev({"type": "response.completed", "response": resp})
+    return evs
+
+
+def chat_events(comp, include_usage):
+    """The SSE chunks (framed strings) of a chat.completion, then [DONE]."""
+    base = {k: comp[k] for k in ("id", "created", "model", "system_fingerprint") if k in comp}
+    base["object"] = "chat.completion.chunk"
+    evs = []
+
+    def chunk(delta, finish=None):
+        c = dict(base, choices=[{"index": 0, "delta": delta, "logprobs": None,
+                                 "finish_reason": finish}])
+        if include_usage:
+            c["usage"] = None
+        evs.append(("chunk", "data: %s\n\n" % _dump(c)))
+
+    ch = comp["choices"][0]
+    msg = ch["message"]
+    content = msg.get("content")
+    chunk({"role": "assistant", "content": "" if content is not None else None,
+           "refusal": None})
+    for p in pieces(content or ""):
+        chunk({"content": p})
+    for i, tc in enumerate(msg.get("tool_calls") or []):
+        fn = tc["function"]
+        chunk({"tool_calls": [{"index": i, "id": tc["id"], "type": "function",
+                               "function": {"name": fn["name"], "arguments": ""}}]})
+        for p in pieces(fn.get("arguments") or ""):
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+    chunk({}, ch["finish_reason"])
+    if include_usage:
+        evs.append(("chunk", "data: %s\n\n" % _dump(dict(base, choices=[],
+                                                          usage=comp.get("usage")))))
+    evs.append(("[DONE]", "data: [DONE]\n\n"))
+    return evs
+
 
 def _parts_text(content, kinds=("input_text", "output_text", "text")):
     if isinstance(content, str):
@@ -583,13 +695,41 @@ class _Handler(BaseHTTPRequestHandler):
                 400, "We could not parse the JSON body of your request. (HINT: This "
                 "likely means you aren't using your HTTP library correctly. The "
                 "OpenAI API expects a JSON payload.)", code="invalid_json"), rid=rid)
+        stream = body.get("stream") is True and not headers.get("x-fake-no-stream")
+        mbody = body
+        if stream or headers.get("x-fake-no-stream"):
+            mbody = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
         try:
-            out = fake.model.responses(body) if is_resp else fake.model.chat(body)
+            out = fake.model.responses(mbody) if is_resp else fake.model.chat(mbody)
         except BadRequest as e:
             return self._send(400, error_body(400, e.message, e.param, e.code), rid=rid)
         if slow:
             time.sleep(SLOW_DELAY)
+        if stream:
+            usage = ((body.get("stream_options") or {}).get("include_usage") is True)
+            evs = responses_events(out) if is_resp else chat_events(out, usage)
+            return self._send_sse(evs, headers, rid)
         return self._send(200, out, rid=rid)
+
+    def _send_sse(self, evs, headers, rid):
+        """Events as a chunked text/event-stream, paced, each logged once written."""
+        fake = self.server.fake
+        delay = float(headers.get("x-fake-stream-delay") or 0)
+        head = ["HTTP/1.1 200 OK", "Date: " + self.date_time_string(),
+                "Content-Type: text/event-stream; charset=utf-8", "Cache-Control: no-cache",
+                "x-request-id: " + rid, "Transfer-Encoding: chunked"]
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        self.wfile.flush()
+        for i, (etype, text) in enumerate(evs):
+            if i and delay > 0:
+                time.sleep(delay)
+            data = text.encode("utf-8")
+            self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+            self.wfile.flush()
+            fake._sent({"rid": rid, "i": i, "n": len(evs), "t": time.monotonic(),
+                        "type": etype})
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _send(self, status, body, headers=None, rid=None):
         headers = dict(headers or {})
@@ -645,6 +785,7 @@ class FakeServer:
         self._script = list(script or [])
         self._lock = threading.Lock()
         self._requests = []
+        self._sent_events = []
         self._conns = set()
         self._rid = 0
         self._log = open(log, "a", encoding="utf-8") if log else None
@@ -666,6 +807,15 @@ class FakeServer:
             if self._log:
                 self._log.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 self._log.flush()
+
+    def _sent(self, rec):
+        with self._lock:
+            self._sent_events.append(rec)
+
+    def sent_events(self):
+        """Streamed events written so far (a copy, oldest first)."""
+        with self._lock:
+            return list(self._sent_events)
 
     def requests(self):
         """Recorded requests so far (a copy, oldest first)."""

@@ -66,7 +66,7 @@ asan: $(ASAN_UNIT_BIN)
 
 FUZZ_DIR := build-fuzz
 FUZZ_CC ?= clang
-FUZZ_NAMES := request reply stream deliver cassette proto sandbox files
+FUZZ_NAMES := request reply stream deliver cassette proto sandbox files sse
 FUZZ_BINS := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_NAMES))
 # The engines as the library compiles them (warnings included), with
 # clang's coverage for libFuzzer. libseccomp's SCMP_A0() leaves fields to

@@ -1,7 +1,7 @@
 /* fuzz_stream.c - libFuzzer harness: stream.c, which turns the upstream's
  * replies (and the program's request) into the SSE a program that asked
- * for "stream": true reads. codeshim parses no SSE itself (it asks the
- * upstream for whole answers), so what is fuzzed is the stream's input:
+ * for "stream": true reads (the upstream's own stream, which codeshim
+ * parses and relays, is fuzz_sse.c's). What is fuzzed is the stream's input:
  * every conversation is streamed, with a write function that may fail at
  * the n-th write; a stream that fails right after its start (the next
  * upstream call failed); and shim_sse_frame on the raw bytes. The output

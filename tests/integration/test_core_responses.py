@@ -117,7 +117,10 @@ def assert_clean_upstream(srv, tool="python", n=None):
         assert params["type"] == "object"
         assert params["properties"]["code"]["type"] == "string"
         assert "code" in params.get("required", [])
-        assert "stream" not in b and "stream_options" not in b
+        # a streaming program's calls stream too; of its stream_options only
+        # include_obfuscation goes along
+        assert b.get("stream", True) is True
+        assert set(b.get("stream_options") or {}) <= {"include_obfuscation"}
         assert not [k for k in b if k.lower().startswith("codeshim")], list(b)
         assert "session_id" not in (b.get("metadata") or {})
         assert "code_interpreter_call.outputs" not in (b.get("include") or [])
@@ -485,16 +488,20 @@ def test_allowed_tools_choice_rewritten(fake):
     assert_clean_upstream(fake, n=2)
 
 
-def test_stream_is_not_forwarded(fake):
-    """stream/stream_options are for the program; the upstream is always
-    called without them (the fake answers 400 to stream:true)."""
+def test_stream_options_only_obfuscation_forwarded(fake):
+    """The upstream is asked to stream when the program is (issue 14); of
+    the program's stream_options only include_obfuscation, the program's
+    own choice of padding, goes along."""
     body = req(blocks("print(2 ** 10)\n"), stream=True,
-               stream_options={"include_obfuscation": False})
+               stream_options={"include_obfuscation": False, "other": 1})
     rc, out, err = curl_post(fake.url + "/responses", body, ["-w", "\n%{http_code}"])
     assert rc == 0, err.decode()
     assert out.decode().rsplit("\n", 1)[1] == "200"
     assert b"1024" in out
-    assert_clean_upstream(fake, n=2)
+    reqs = assert_clean_upstream(fake, n=2)
+    for q in reqs:
+        assert q["body"]["stream"] is True
+        assert q["body"]["stream_options"] == {"include_obfuscation": False}
 
 
 def test_url_with_query_string(fake):

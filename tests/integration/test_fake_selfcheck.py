@@ -224,10 +224,16 @@ def test_responses_validation_400(fake):
     _assert_error(st, e, 400)
     _, st, e = curl(url, raw=b"[1, 2]")
     _assert_error(st, e, 400)
-    # stream: true
+    # stream: true is answered as a valid stream (issue 14), or as JSON when
+    # the request asks the fake to play a server that does not stream
     _, st, e = curl(url, resp_req([user("x")], stream=True))
-    _assert_error(st, e, 400, "stream")
-    assert len(fake.requests()) == 8
+    assert st == 200, e
+    events = sse_json(e.encode())
+    schema_check.validate_sse_responses(events)
+    assert [n for n, _ in events][-1] == "response.completed"
+    _, st, e = curl(url, resp_req([user("x")], stream=True), headers=["X-Fake-No-Stream: 1"])
+    assert st == 200 and e["object"] == "response"
+    assert len(fake.requests()) == 9
 
 
 def test_chat_tool_loop(fake):
@@ -286,8 +292,14 @@ def test_chat_validation_400(fake):
     _, st, e = curl(url, {"model": "m", "messages": [user("x")],
                           "tools": [{"type": "code_interpreter"}]})
     _assert_error(st, e, 400)
-    _, st, e = curl(url, {"model": "m", "messages": [user("x")], "stream": True})
-    _assert_error(st, e, 400, "stream")
+    _, st, e = curl(url, {"model": "m", "messages": [user("x")], "stream": True,
+                          "stream_options": {"include_usage": True}})
+    assert st == 200, e
+    chunks = sse_json(e.encode())
+    assert chunks[-1][1] == "[DONE]"
+    for _, c in chunks[:-1]:
+        schema_check.validate_chat_chunk(c)
+    assert chunks[-2][1]["choices"] == [] and chunks[-2][1]["usage"]["total_tokens"] > 0
     _, st, e = curl(url, raw=b"model=x")
     _assert_error(st, e, 400)
     # the valid form passes

@@ -170,6 +170,11 @@ static cJSON *annotations_for(const struct shim_files *f, const char *text)
     return arr;
 }
 
+cJSON *shim_files_annotations(const struct shim_files *f, const char *text)
+{
+    return f->n ? annotations_for(f, text) : cJSON_CreateArray();
+}
+
 void shim_files_annotate(const struct shim_files *f, cJSON *response)
 {
     cJSON *item, *part;

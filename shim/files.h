@@ -42,6 +42,8 @@ void shim_files_sync(struct shim_files *f, const struct shim_config *cfg, const 
                      struct shim_session *box, char *const *names, size_t n);
 /* The note for the model about a restarted container, once (or NULL). */
 const char *shim_files_take_note(struct shim_files *f);
+/* The annotations of one text (a new array; NULL when out of memory). */
+cJSON *shim_files_annotations(const struct shim_files *f, const char *text);
 /* Adds the annotations to every output_text of a Responses answer's
  * message items (their "annotations" arrays). */
 void shim_files_annotate(const struct shim_files *f, cJSON *response);

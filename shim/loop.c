@@ -219,6 +219,12 @@ static int sink_write(void *ctx, const char *p, size_t n)
     return shim_sink_body(&r->sink, p, n) == CURLE_OK ? 0 : -1;
 }
 
+static cJSON *annotate_live(void *ctx, const char *text)
+{
+    struct run *r = ctx;
+    return shim_files_annotations(&r->files, text);
+}
+
 /* SSE starts once the first upstream reply is known to be good, so an
  * upstream error still reaches the program as that status and body. */
 static void start_stream(struct run *r, const struct shim_http_reply *rep,
@@ -228,6 +234,8 @@ static void start_stream(struct run *r, const struct shim_http_reply *rep,
                         rep->head.len, "text/event-stream", -1) != CURLE_OK)
         return;
     shim_stream_init(&r->st, r->kind, &r->cv, sink_write, r);
+    r->st.annotate = annotate_live;
+    r->st.annotate_ctx = r;
     r->streaming = 1;
     shim_stream_start(&r->st, r->req, reply);
 }

@@ -47,6 +47,8 @@ void shim_stream_free(struct shim_stream *s)
     free(s->id);
     s->id = NULL;
     shim_buf_free(&s->live_code);
+    cJSON_Delete(s->live_ann);
+    s->live_ann = NULL;
 }
 
 static int send_raw(struct shim_stream *s, const char *p, size_t n)
@@ -619,12 +621,52 @@ int shim_stream_send(struct shim_stream *s, cJSON *ev)
     return send(s, ev);
 }
 
+/* A relayed text's annotations: announced before its output_text.done,
+ * then set in the content part and the item that close it. */
+static void annotate_relayed(struct shim_stream *s, const char *type, cJSON *ev, int index)
+{
+    const cJSON *a;
+    int k = 0;
+
+    if (!strcmp(type, "response.output_text.done")) {
+        cJSON_Delete(s->live_ann);
+        s->live_ann = s->annotate(s->annotate_ctx, shim_json_str(ev, "text") ? shim_json_str(ev, "text") : "");
+        cJSON_ArrayForEach(a, s->live_ann)
+        {
+            cJSON *e = item_event("response.output_text.annotation.added", index,
+                                  shim_json_str(ev, "item_id"));
+            cJSON_AddNumberToObject(e, "content_index",
+                                    (double)shim_json_int(ev, "content_index"));
+            cJSON_AddNumberToObject(e, "annotation_index", k++);
+            cJSON_AddItemToObject(e, "annotation", cJSON_Duplicate(a, 1));
+            send(s, e);
+        }
+    } else if (s->live_ann && cJSON_GetArraySize(s->live_ann) &&
+               !strcmp(type, "response.content_part.done")) {
+        shim_json_set(cJSON_GetObjectItemCaseSensitive(ev, "part"), "annotations",
+                      cJSON_Duplicate(s->live_ann, 1));
+    } else if (s->live_ann && !strcmp(type, "response.output_item.done")) {
+        cJSON *part;
+        cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(
+                                     cJSON_GetObjectItemCaseSensitive(ev, "item"), "content"))
+        {
+            const char *pt = shim_json_str(part, "type");
+            if (pt && !strcmp(pt, "output_text") && cJSON_GetArraySize(s->live_ann))
+                shim_json_set(part, "annotations", cJSON_Duplicate(s->live_ann, 1));
+        }
+        cJSON_Delete(s->live_ann);
+        s->live_ann = NULL;
+    }
+}
+
 int shim_stream_forward(struct shim_stream *s, cJSON *ev, int index)
 {
     const char *type = shim_json_str(ev, "type");
 
     if (!ev)
         return -1;
+    if (type && s->annotate && s->api == SHIM_API_RESPONSES)
+        annotate_relayed(s, type, ev, index);
     shim_json_set(ev, "output_index", cJSON_CreateNumber(index));
     if (type && !strcmp(type, "response.output_item.done")) {
         if (!s->done)

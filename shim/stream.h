@@ -53,6 +53,12 @@ struct shim_stream {
     char live_ci[64];
     struct shim_buf live_code;
     size_t live_sent;
+    /* Optional: the annotations of an output_text relayed live (the
+     * container_file_citation of files.h), a new array or NULL; and the
+     * last ones made, for the part and item that close it. */
+    cJSON *(*annotate)(void *ctx, const char *text);
+    void *annotate_ctx;
+    cJSON *live_ann;
 };
 
 void shim_stream_init(struct shim_stream *s, enum shim_api api,

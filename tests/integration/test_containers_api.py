@@ -349,3 +349,35 @@ def test_uploaded_file_is_read_by_the_sessions_code(fake, tmp_path):
     [ci] = ci_items(r)
     assert ci["container_id"] != c["id"]
     assert "0" in ci["outputs"][-1]["logs"] or "expired" in ci["outputs"][-1]["logs"], ci
+
+
+def test_streamed_answer_carries_the_same_annotations(fake):
+    """Live streaming (the upstream streams too) and the fallback (it
+    answers JSON): annotation.added before output_text.done, and the part,
+    the item and response.completed carry them."""
+    from conftest import parse_sse
+    from test_core_responses import curl_post
+    code = ("open('/mnt/data/out.txt', 'w').write('streamed')\n"
+            "print('Here: [out](sandbox:/mnt/data/out.txt)')\n")
+    for headers in ((), ("X-Fake-No-Stream: 1",)):
+        rc, out, err = curl_post(fake.url + "/responses", req(blocks(code), stream=True),
+                                 extra=["-N"], headers=headers)
+        assert rc == 0, err
+        events = [json.loads(d) for _, d in parse_sse(out) if d and d != "[DONE]"]
+        schema_check.validate_sse_responses(events)
+        types = [e["type"] for e in events]
+        added = [e for e in events if e["type"] == "response.output_text.annotation.added"]
+        assert len(added) == 1, (headers, types)
+        a = added[0]["annotation"]
+        assert a["type"] == "container_file_citation" and a["filename"] == "out.txt"
+        done = [i for i, t in enumerate(types) if t == "response.output_text.done"][-1]
+        assert types.index("response.output_text.annotation.added") < done
+        [part_done] = [e for e in events if e["type"] == "response.content_part.done"
+                       and e["part"].get("text", "").startswith("Done.")]
+        assert part_done["part"]["annotations"] == [a]
+        final = events[-1]["response"]
+        [msg] = [o for o in final["output"] if o["type"] == "message"]
+        assert msg["content"][0]["annotations"] == [a], msg
+        rc, code_, _, body, _ = curl(["%s/containers/%s/files/%s/content" %
+                                      (fake.url, a["container_id"], a["file_id"])], CORE_KEY)
+        assert (code_, body) == (200, b"streamed")

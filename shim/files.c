@@ -7,8 +7,12 @@
 #include "cstore.h"
 #include "json.h"
 #include "log.h"
+#include "base64.h"
+#include "text.h"
+#include "upstream.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +213,251 @@ void shim_files_free(struct shim_files *f)
 {
     free(f->v);
     memset(f, 0, sizeof(*f));
+}
+
+/* ---------------- files the request brings ---------------- */
+
+static int fail_in(char *why, size_t n, const char **param, const char *p, const char *msg,
+                   ...) __attribute__((format(printf, 5, 6)));
+
+static int fail_in(char *why, size_t n, const char **param, const char *p, const char *msg, ...)
+{
+    va_list ap;
+
+    va_start(ap, msg);
+    vsnprintf(why, n, msg, ap);
+    va_end(ap);
+    *param = p;
+    return -EINVAL;
+}
+
+static int add_in(struct shim_files_in *in, const char *name, char *data, size_t len)
+{
+    struct shim_file_in *v = realloc(in->v, (in->n + 1) * sizeof(*v));
+    size_t i;
+
+    if (!v) {
+        free(data);
+        return -ENOMEM;
+    }
+    in->v = v;
+    for (i = 0; i < in->n; i++)
+        if (!strcmp(in->v[i].name, name)) { /* a later file of that name wins */
+            free(in->v[i].data);
+            in->v[i].data = data;
+            in->v[i].len = len;
+            return 0;
+        }
+    snprintf(v[in->n].name, sizeof(v[in->n].name), "%s", name);
+    v[in->n].data = data;
+    v[in->n].len = len;
+    in->n++;
+    return 0;
+}
+
+/* file_data: base64, bare or as a data: URL. */
+static int from_data(struct shim_files_in *in, const struct shim_config *cfg, const char *fname,
+                     const char *fdata, char *why, size_t n, const char **param)
+{
+    const char *b64 = fdata, *comma;
+    char name[256], *data;
+    size_t len;
+    int rc;
+
+    if (!strncmp(fdata, "data:", 5) && (comma = strchr(fdata, ',')) != NULL) {
+        if (!memmem(fdata, (size_t)(comma - fdata), ";base64", 7))
+            return fail_in(why, n, param, "input.file_data",
+                           "file_data of \"%s\" is a data: URL without ;base64", fname);
+        b64 = comma + 1;
+    }
+    if (!fname || shim_text_safe_filename(fname, name, sizeof(name)) < 0)
+        return fail_in(why, n, param, "input.filename",
+                       "an input_file with file_data needs a safe \"filename\" (no path, no "
+                       "control characters, at most 255 bytes)%s", "");
+    if (strlen(b64) / 4 * 3 > cfg->file_max)
+        return fail_in(why, n, param, "input.file_data",
+                       "the file \"%s\" is larger than codeshim's limit (CODESHIM_FILE_MAX)", name);
+    if ((rc = shim_base64_decode(b64, &data, &len)) < 0)
+        return rc == -ENOMEM ? rc : fail_in(why, n, param, "input.file_data",
+                                            "file_data of \"%s\" is not base64", name);
+    return add_in(in, name, data, len);
+}
+
+/* A file of the upstream's Files API: its name, then its bytes. */
+static int from_upstream(struct shim_files_in *in, const struct shim_config *cfg,
+                         struct shim_upstream *u, const char *id, char *why, size_t n,
+                         const char **param)
+{
+    struct shim_http_reply r;
+    char path[300], errbuf[CURL_ERROR_SIZE], name[256] = "";
+    const char *fn;
+    cJSON *meta;
+    CURLcode cc;
+    size_t i;
+
+    for (i = 0; id[i]; i++)
+        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+              (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-') || i > 120)
+            return fail_in(why, n, param, "file_id", "\"%.64s\" is not a file id", id);
+    snprintf(path, sizeof(path), "/files/%s", id);
+    cc = shim_upstream_get(u, path, 1 << 20, &r, errbuf);
+    meta = cc == CURLE_OK && r.status == 200 ? shim_json_parse(r.body.data, r.body.len) : NULL;
+    fn = shim_json_str(meta, "filename");
+    if (fn && shim_text_safe_filename(fn, name, sizeof(name)) < 0)
+        name[0] = '\0';
+    cJSON_Delete(meta);
+    if (!name[0]) {
+        int st = cc == CURLE_OK ? (int)r.status : 0;
+        shim_http_reply_free(&r);
+        if (st == 404)
+            snprintf(why, n, "the upstream's Files API has no file \"%s\" (404)", id);
+        else if (st)
+            snprintf(why, n, "the file \"%s\" could not be read from the upstream's Files API "
+                     "(HTTP %d: it may have none)", id, st);
+        else
+            snprintf(why, n, "the file \"%s\" could not be read from the upstream's Files API "
+                     "(%s)", id, errbuf);
+        *param = "file_id";
+        return -EINVAL;
+    }
+    shim_http_reply_free(&r);
+    snprintf(path, sizeof(path), "/files/%s/content", id);
+    cc = shim_upstream_get(u, path, (size_t)cfg->file_max, &r, errbuf);
+    if (cc != CURLE_OK || r.status != 200) {
+        shim_http_reply_free(&r);
+        if (cc == CURLE_FILESIZE_EXCEEDED)
+            return fail_in(why, n, param, "file_id", "the file \"%s\" is larger than "
+                           "codeshim's limit (CODESHIM_FILE_MAX)", id);
+        return fail_in(why, n, param, "file_id",
+                       "the content of file \"%s\" could not be read from the upstream", id);
+    }
+    {
+        size_t len = r.body.len;
+        char *data = r.body.data ? shim_buf_take(&r.body, &len) : calloc(1, 1);
+        shim_http_reply_free(&r);
+        return data ? add_in(in, name, data, len) : -ENOMEM;
+    }
+}
+
+/* One content part: Responses input_file, Chat {"type":"file","file":{...}}. */
+static int part_in(struct shim_files_in *in, const struct shim_config *cfg, const cJSON *p,
+                   struct shim_upstream *u, char *why, size_t n, const char **param)
+{
+    const char *type = shim_json_str(p, "type");
+    const cJSON *f = p;
+
+    if (type && !strcmp(type, "file"))
+        f = cJSON_GetObjectItemCaseSensitive(p, "file");
+    else if (!type || strcmp(type, "input_file"))
+        return 0;
+    if (in->n >= SHIM_FILES_IN_MAX)
+        return fail_in(why, n, param, "input", "more than %s input files", "32");
+    if (shim_json_str(f, "file_data"))
+        return from_data(in, cfg, shim_json_str(f, "filename"), shim_json_str(f, "file_data"),
+                         why, n, param);
+    if (shim_json_str(f, "file_id"))
+        return from_upstream(in, cfg, u, shim_json_str(f, "file_id"), why, n, param);
+    return 0; /* file_url: the model's business */
+}
+
+int shim_files_inputs(struct shim_files_in *in, const struct shim_config *cfg, const cJSON *req,
+                      struct shim_upstream *u, char *why, size_t whysz, const char **param)
+{
+    static const char *const lists[] = {"input", "messages"};
+    const cJSON *it, *p, *id;
+    size_t l;
+    int rc = 0;
+
+    memset(in, 0, sizeof(*in));
+    for (l = 0; l < 2; l++)
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, lists[l]))
+        {
+            cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(it, "content"))
+            {
+                if ((rc = part_in(in, cfg, p, u, why, whysz, param)) < 0)
+                    return rc;
+            }
+        }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "tools"))
+    {
+        const char *type = shim_json_str(it, "type");
+        if (!type || strcmp(type, "code_interpreter"))
+            continue;
+        cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(it, "container"), "file_ids"))
+        {
+            if (!cJSON_IsString(id))
+                return fail_in(why, whysz, param, "tools.container.file_ids",
+                               "file_ids must be strings%s", "");
+            if (in->n >= SHIM_FILES_IN_MAX)
+                return fail_in(why, whysz, param, "tools.container.file_ids",
+                               "more than %s input files", "32");
+            if ((rc = from_upstream(in, cfg, u, id->valuestring, why, whysz, param)) < 0) {
+                if (!strcmp(*param, "file_id"))
+                    *param = "tools.container.file_ids";
+                return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+void shim_files_describe(cJSON *up, const char *tool_name, const struct shim_files_in *in)
+{
+    char list[2048];
+    size_t i, k = 0;
+    cJSON *t;
+
+    if (!in->n)
+        return;
+    for (i = 0; i < in->n && k + 300 < sizeof(list); i++)
+        k += (size_t)snprintf(list + k, sizeof(list) - k, "%s/mnt/data/%s", i ? ", " : "",
+                              in->v[i].name);
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(up, "tools"))
+    {
+        cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        cJSON *holder = cJSON_IsObject(fn) ? fn : t;
+        const char *name = shim_json_str(holder, "name"), *d = shim_json_str(holder, "description");
+        char *text;
+        size_t tl;
+
+        if (!name || strcmp(name, tool_name) || !d)
+            continue;
+        tl = strlen(d) + strlen(list) + 64;
+        if (!(text = malloc(tl)))
+            return;
+        snprintf(text, tl, "%s The user's files are in the sandbox: %s.", d, list);
+        shim_json_set(holder, "description", cJSON_CreateString(text));
+        free(text);
+    }
+}
+
+void shim_files_place(struct shim_files *f, const struct shim_config *cfg, const char *identity,
+                      struct shim_session *box, const struct shim_files_in *in)
+{
+    size_t i;
+
+    for (i = 0; i < in->n; i++) {
+        char path[300];
+        int rc = shim_session_file_put(box, in->v[i].name, in->v[i].data, in->v[i].len);
+
+        if (rc < 0) {
+            LOG_WARN("cannot place %s in the sandbox: %s", in->v[i].name, strerror(-rc));
+            continue;
+        }
+        snprintf(path, sizeof(path), "/mnt/data/%s", in->v[i].name);
+        if (f->cid[0] && shim_cstore_put(cfg, identity, f->cid, path, in->v[i].data,
+                                         in->v[i].len, "user", NULL) == 0)
+            reload(f, cfg, identity);
+    }
+}
+
+void shim_files_inputs_free(struct shim_files_in *in)
+{
+    size_t i;
+
+    for (i = 0; i < in->n; i++)
+        free(in->v[i].data);
+    free(in->v);
+    memset(in, 0, sizeof(*in));
 }

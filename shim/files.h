@@ -18,6 +18,24 @@
 #include <stddef.h>
 
 struct shim_config;
+struct shim_upstream;
+
+/* A file the request brings for the code: input_file parts with
+ * file_data (Responses; Chat "file" parts), and files of the upstream's
+ * Files API (input_file.file_id, tools[].container.file_ids), fetched with
+ * the program's own credentials. */
+struct shim_file_in {
+    char name[256]; /* its safe name in /mnt/data */
+    char *data;
+    size_t len;
+};
+
+struct shim_files_in {
+    struct shim_file_in *v;
+    size_t n;
+};
+
+#define SHIM_FILES_IN_MAX 32
 
 struct shim_files {
     char cid[64];
@@ -32,6 +50,19 @@ struct shim_files {
  * container named again is found as sessions find it). Borrowed. */
 const char *shim_files_bound(const struct shim_config *cfg, const char *identity,
                              const cJSON *req);
+/* Collects and fetches the request's files into *in. 0, or -EINVAL with
+ * why (whysz bytes) and *param for the program's 400: a bad file_data,
+ * an unsafe name, too many or too large files, or a file id the
+ * upstream's Files API does not give (or it has none). */
+int shim_files_inputs(struct shim_files_in *in, const struct shim_config *cfg, const cJSON *req,
+                      struct shim_upstream *u, char *why, size_t whysz, const char **param);
+/* Tells the model where they are: the code tool's description in the
+ * upstream request up gets "Files in /mnt/data: ...". */
+void shim_files_describe(cJSON *up, const char *tool_name, const struct shim_files_in *in);
+/* Puts them into the sandbox and the container store (source "user"). */
+void shim_files_place(struct shim_files *f, const struct shim_config *cfg, const char *identity,
+                      struct shim_session *box, const struct shim_files_in *in);
+void shim_files_inputs_free(struct shim_files_in *in);
 /* After the sandbox opened: records or refreshes its container; puts the
  * stored files into a fresh sandbox of an explicit container. */
 void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,

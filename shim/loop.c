@@ -34,6 +34,7 @@ struct run {
     const struct shim_handle_view *v;
     struct shim_session *box; /* opened at the first tool call */
     struct shim_files files;  /* its container's files (files.h) */
+    struct shim_files_in in;  /* the files the request brings */
     struct shim_sink sink;
     struct shim_stream st;
     struct shim_live live; /* relays the upstream's own stream (live.h) */
@@ -83,8 +84,10 @@ static int open_box(struct run *r)
     rq.containers = refs;
     rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req);
     rc = shim_session_open(r->cfg, &rq, &r->box);
-    if (rc == 0)
+    if (rc == 0) {
         shim_files_opened(&r->files, r->cfg, r->identity, r->box, rq.bind_container != NULL);
+        shim_files_place(&r->files, r->cfg, r->identity, r->box, &r->in);
+    }
     return rc;
 }
 
@@ -531,6 +534,36 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     return more;
 }
 
+/* The request's own files (files.h): fetched now, so a file the upstream
+ * does not have is the program's 400 before anything runs; the model is
+ * told where they will be. 0 once that 400 is delivered. */
+static int bring_files(struct run *r, struct shim_upstream *u, cJSON *up, CURLcode *rc)
+{
+    const char *param = NULL;
+    char why[600];
+    cJSON *ebody;
+    char *body;
+    int err = shim_files_inputs(&r->in, r->cfg, r->req, u, why, sizeof(why), &param);
+
+    if (err == 0) {
+        shim_files_describe(up, r->cv.tool_name, &r->in);
+        return 1;
+    }
+    if (err == -ENOMEM) {
+        *rc = oom(r);
+        return 0;
+    }
+    LOG_WARN("answered 400 without sending the request: %s", why);
+    ebody = shim_json_error(why, "invalid_request_error", param, "invalid_file");
+    body = ebody ? cJSON_PrintUnformatted(ebody) : NULL;
+    *rc = body ? shim_sink_whole(&r->sink, 400, CURL_HTTP_VERSION_1_1, NULL, 0,
+                                 "application/json", body, strlen(body))
+               : oom(r);
+    free(body);
+    cJSON_Delete(ebody);
+    return 0;
+}
+
 /* The upstream is asked to stream too: with usage for Chat (codeshim sums
  * it whatever the program asked for), and with the program's choice of
  * obfuscation padding, the one stream option that is the program's. */
@@ -587,6 +620,8 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
                              : oom(&r);
         goto out;
     }
+    if (!bring_files(&r, u, up, &rc))
+        goto out;
     if (r.cv.stream && shim_upstream_streams(u))
         ask_stream(&r, up);
     if (shim_log_enabled(SHIM_LOG_INFO)) {
@@ -614,6 +649,7 @@ out:
     shim_http_reply_free(&rep);
     shim_upstream_close(u);
     shim_files_free(&r.files);
+    shim_files_inputs_free(&r.in);
     shim_session_close(r.box);
     shim_conv_free(&r.cv);
     cJSON_Delete(up);

@@ -433,6 +433,68 @@ CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t le
     return rc;
 }
 
+/* The program's URL up to its API path (".../v1/responses" -> ".../v1"),
+ * then path. */
+static int sibling_url(const char *url, const char *path, char *out, size_t n)
+{
+    size_t end = strcspn(url, "?#"), cut = end;
+    static const char *const tails[] = {"/chat/completions", "/responses"};
+    size_t i;
+
+    for (i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+        size_t tl = strlen(tails[i]);
+        if (end >= tl && !memcmp(url + end - tl, tails[i], tl)) {
+            cut = end - tl;
+            break;
+        }
+    }
+    return snprintf(out, n, "%.*s%s", (int)cut, url, path) < (int)n ? 0 : -ENAMETOOLONG;
+}
+
+CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max,
+                           struct shim_http_reply *r, char *errbuf)
+{
+    char url[4096];
+    CURLcode rc;
+
+    shim_http_reply_init(r, HEAD_CAP, max);
+    errbuf[0] = '\0';
+    if (u->t != &network) {
+        shim_http_reply_local(r, 404, "{\"error\":{\"message\":\"codeshim is offline or "
+                                      "replaying: no Files API to fetch from\",\"type\":"
+                                      "\"invalid_request_error\",\"param\":null,\"code\":null}}");
+        return CURLE_OK;
+    }
+    if (sibling_url(u->url, path, url, sizeof(url)) < 0) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "codeshim: the Files API URL is too long");
+        return CURLE_URL_MALFORMAT;
+    }
+    u->cur = r;
+    u->smode = SM_WHOLE;
+    shim_guard_enter();
+    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
+    u->api->easy_setopt(u->h, CURLOPT_URL, url);
+    u->api->easy_setopt(u->h, CURLOPT_HTTPGET, 1L);
+    rc = u->api->easy_perform(u->h);
+    if (rc == CURLE_OK) {
+        const char *ct = NULL;
+        u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
+        u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
+        if (ct)
+            snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
+    }
+    u->api->easy_setopt(u->h, CURLOPT_URL, u->url); /* the next POST goes where it did */
+    u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
+    shim_guard_leave();
+    u->cur = NULL;
+    u->smode = SM_OFF;
+    if (rc == CURLE_WRITE_ERROR) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "codeshim: the file is larger than %zu bytes", max);
+        rc = CURLE_FILESIZE_EXCEEDED;
+    }
+    return rc;
+}
+
 int shim_upstream_streams(const struct shim_upstream *u)
 {
     return u->t->post_stream != NULL;

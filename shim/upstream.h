@@ -51,6 +51,11 @@ int shim_upstream_streams(const struct shim_upstream *u);
 CURLcode shim_upstream_post_stream(struct shim_upstream *u, const char *body, size_t len,
                                    struct shim_http_reply *r, char *errbuf,
                                    shim_upstream_event_fn fn, void *ctx, int *streamed);
+/* GETs path next to the program's API path (".../v1" + path, e.g.
+ * "/files/file_1/content") with the program's credentials and transport,
+ * the body capped at max bytes. Like post; offline and replay answer 404. */
+CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max,
+                           struct shim_http_reply *r, char *errbuf);
 void shim_upstream_close(struct shim_upstream *u);
 
 #endif

@@ -264,7 +264,7 @@ def test_runtime_dir_holds_no_key(fake, tmp_path):
 import hashlib
 import re
 
-from test_core_responses import CI_TOOL, KEY as CORE_KEY, blocks, ci_items, ours, req  # noqa: E402,E501
+from test_core_responses import CI_TOOL, KEY as CORE_KEY, blocks, ci_items, ours, post_json, req  # noqa: E402,E501
 
 WRITE_BOTH = (
     "import hashlib, matplotlib\n"
@@ -381,3 +381,64 @@ def test_streamed_answer_carries_the_same_annotations(fake):
         rc, code_, _, body, _ = curl(["%s/containers/%s/files/%s/content" %
                                       (fake.url, a["container_id"], a["file_id"])], CORE_KEY)
         assert (code_, body) == (200, b"streamed")
+
+
+# ------------------------------------------------- files the request brings
+
+import base64  # noqa: E402
+
+from test_core_responses import code_call_reply, text_reply  # noqa: E402
+
+
+def test_input_file_data_is_in_mnt_data(fake):
+    data = b"n\n1\n2\n39\n"
+    body = req([{"role": "user", "content": [
+        {"type": "input_text", "text": blocks(
+            "print(sum(int(x) for x in open('/mnt/data/numbers.csv').read().split()[1:]))")},
+        {"type": "input_file", "filename": "numbers.csv",
+         "file_data": "data:text/csv;base64," + base64.b64encode(data).decode()}]}])
+    r = ours(fake.url + "/responses", body)
+    [ci] = ci_items(r)
+    assert "42" in ci["outputs"][0]["logs"], ci
+    # the model was told where the file is
+    [tool] = [t for t in fake.requests()[0]["body"]["tools"] if t.get("name") == "python"]
+    assert "/mnt/data/numbers.csv" in tool["description"]
+    # and it is a file of the request's container
+    files = call(["%s/containers/%s/files" % (fake.url, ci["container_id"])], CORE_KEY)
+    [f] = files["data"]
+    assert f["path"] == "/mnt/data/numbers.csv" and f["source"] == "user"
+
+
+def test_bad_input_files_are_400_before_anything_is_sent(fake):
+    cases = [({"type": "input_file", "filename": "..", "file_data": "AAAA"}, "input.filename"),
+             ({"type": "input_file", "filename": "x.bin", "file_data": "not base64!"},
+              "input.file_data"),
+             ({"type": "input_file", "file_id": "file_missing"}, "file_id")]
+    for part, param in cases:
+        body = req([{"role": "user", "content": [{"type": "input_text", "text": "hi"}, part]}])
+        rc, st, r, _ = post_json(fake.url + "/responses", body)
+        assert st == 400 and r["error"]["param"] == param, (part, r)
+    assert "file_missing" in r["error"]["message"] and "404" in r["error"]["message"]
+    # only the Files API lookup reached the upstream, never a model call
+    assert [q["method"] + " " + q["path"] for q in fake.requests()] == [
+        "GET /v1/files/file_missing"]
+
+
+def test_file_ids_fetched_from_the_upstream_files_api(scripted):
+    srv = scripted([
+        {"body": {"id": "file_abc", "object": "file", "bytes": 8, "created_at": 1,
+                  "filename": "dir/ignored/sales.csv", "purpose": "user_data"}},
+        {"body": "a,b\n1,2\n", "headers": {"Content-Type": "application/octet-stream"}},
+        {"body": code_call_reply("print(open('/mnt/data/sales.csv').read())")},
+        {"body": text_reply("done")},
+    ])
+    tool = dict(CI_TOOL, container={"type": "auto", "file_ids": ["file_abc"]})
+    r = ours(srv.url + "/responses", req(blocks("x"), tools=[tool]))
+    [ci] = ci_items(r)
+    assert ci["outputs"][0]["logs"].startswith("a,b\n1,2\n"), ci
+    got = srv.requests()
+    assert [q["method"] + " " + q["path"] for q in got] == [
+        "GET /v1/files/file_abc", "GET /v1/files/file_abc/content",
+        "POST /v1/responses", "POST /v1/responses"]
+    # with the program's own credentials
+    assert all(q["headers"].get("authorization") == "Bearer " + CORE_KEY for q in got)

@@ -294,6 +294,29 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
     pthread_mutex_unlock(&lock);
 }
 
+static size_t body_len(const struct entry *e)
+{
+    return e->postsize >= 0 ? (size_t)e->postsize : strlen(e->postfields);
+}
+
+enum shim_api shim_handles_begin(CURL *h, size_t max_body)
+{
+    enum shim_api kind = SHIM_API_NONE;
+    struct entry *e;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e) {
+        if (e->ans.active)
+            clear_answer(&e->ans);
+        if (e->postfields)
+            kind = shim_classify_transfer(e->method == SHIM_METHOD_POST, e->custom_request,
+                                          e->url, e->postfields, body_len(e), max_body);
+    }
+    pthread_mutex_unlock(&lock);
+    return kind;
+}
+
 int shim_handles_view(CURL *h, struct shim_handle_view *out)
 {
     struct entry *e;
@@ -316,8 +339,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->method = e->method;
     out->body = e->postfields;
     if (e->postfields)
-        out->body_len = e->postsize >= 0 ? (size_t)e->postsize
-                                         : strlen(e->postfields);
+        out->body_len = body_len(e);
     out->body_copied_unsized = e->postfields && e->postfields == e->copied && e->postsize < 0;
     out->headers = e->headers;
     out->write_cb = e->write_cb;

@@ -149,7 +149,7 @@ $(BUILD)/bench/%: bench/%.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl
 
 # Benchmarks are measured, never asserted: numbers go to the README.
-bench: all $(BUILD)/bench/bench_http bench-sandbox
+bench: all $(BUILD)/bench/bench_http $(BUILD)/bench/host_bench $(BUILD)/bench/offline_cpu bench-sandbox
 	@bench/run.sh
 
 # make install PREFIX=/usr/local: launcher, man page, and the library in

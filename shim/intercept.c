@@ -109,8 +109,6 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
         shim_handles_view(h, &v) < 0)
         return real_perform(api, h);
     t0 = shim_clock_s();
-    kind = shim_classify_transfer(v.method == SHIM_METHOD_POST, v.custom_request, v.url,
-                                  v.body, v.body_len, cfg->max_request);
     req = NULL;
     err = kind != SHIM_API_NONE ? shim_json_read(v.body, v.body_len, &req, &flaw) : -EINVAL;
     if (err == -EEXIST || err == -ENOMEM) {

@@ -48,7 +48,7 @@ static enum shim_api scan(const char *b, size_t n)
     return shim_classify_transfer(1, NULL, "https://h/v1/responses", b, n, 1 << 20);
 }
 
-/* The substring scan (memchr to each candidate first byte): the needle
+/* The substring scan (memchr to each candidate '_'): the needle
  * anywhere, after near misses that share its first bytes, exactly at the
  * end, or one byte cut off. */
 static void needle_scan(void **state)
@@ -69,6 +69,12 @@ static void needle_scan(void **state)
     memcpy(big + sizeof(big) - 16, n, 16);
     assert_int_equal(scan(big, sizeof(big)), SHIM_API_RESPONSES);
     assert_int_equal(scan(big, sizeof(big) - 1), SHIM_API_NONE);
+    memset(big, '_', sizeof(big)); /* the byte the scan looks for, everywhere */
+    assert_int_equal(scan(big, sizeof(big)), SHIM_API_NONE);
+    memcpy(big + 1, n, 16);
+    assert_int_equal(scan(big, sizeof(big)), SHIM_API_RESPONSES);
+    assert_int_equal(scan(big, 16), SHIM_API_NONE);
+    assert_int_equal(scan(big, 17), SHIM_API_RESPONSES);
 }
 
 static int body_is_ours(const char *s)

@@ -19,9 +19,9 @@ LIBS := -lcjson -lpthread -ldl -lseccomp -lnettle
 # program's global symbol scope right behind it, and every symbol lookup
 # of every other library then checks it too (about 9,000 in a curl
 # program): libseccomp and nettle are linked from Debian's static PIC
-# archives instead (their symbols stay local by the version script), so
-# only libcjson and libc are loaded along with codeshim.
-SO_LIBS := -Wl,-Bstatic -lseccomp -lnettle -Wl,-Bdynamic
+# archives instead, their symbols made local (--exclude-libs: exported,
+# they would interpose on the host's own libnettle and libseccomp users).
+SO_LIBS := -Wl,--exclude-libs,libseccomp.a:libnettle.a -Wl,-Bstatic -lseccomp -lnettle -Wl,-Bdynamic
 # libcjson is not linked at all: the library carries a forwarding
 # definition of each cJSON function (generated from cJSON.h), which loads
 # libcjson.so.1 RTLD_LOCAL on the first call (real.c).

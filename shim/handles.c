@@ -270,18 +270,45 @@ static int interesting(CURLoption opt)
     }
 }
 
+/* Whether codeshim reads option opt (interesting() or a credential),
+ * learnt on the first setopt of each option and then answered from two
+ * bits: most options a program sets are neither, and asking identity.c
+ * means a scan of its table. An option is a type base (a multiple of
+ * 10000, CURLOPTTYPE_*) plus its number; both within bounds here. */
+#define OPT_TYPES 5
+#define OPT_NUMS 512
+static unsigned long long opt_seen[OPT_TYPES * OPT_NUMS / 64];
+static unsigned long long opt_wanted[OPT_TYPES * OPT_NUMS / 64];
+
+static int wanted(CURLoption opt)
+{
+    unsigned long t = (unsigned long)opt / 10000, n = (unsigned long)opt % 10000, i;
+    unsigned long long bit;
+    int r;
+
+    if (t >= OPT_TYPES || n >= OPT_NUMS)
+        return interesting(opt) || shim_identity_is_option(opt);
+    i = t * OPT_NUMS + n;
+    bit = 1ULL << (i % 64);
+    if (__atomic_load_n(&opt_seen[i / 64], __ATOMIC_ACQUIRE) & bit)
+        return (__atomic_load_n(&opt_wanted[i / 64], __ATOMIC_RELAXED) & bit) != 0;
+    r = interesting(opt) || shim_identity_is_option(opt);
+    if (r) /* published before the seen bit that makes it valid */
+        __atomic_fetch_or(&opt_wanted[i / 64], bit, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&opt_seen[i / 64], bit, __ATOMIC_RELEASE);
+    return r;
+}
+
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
     struct shim_cred_update cred = {0};
-    int is_cred = 0;
     struct entry *e;
 
-    /* the switch first: most options are one of those, or neither */
-    if (!h || (!interesting(opt) && !(is_cred = shim_identity_is_option(opt))))
+    if (!h || !wanted(opt))
         return;
-    if (is_cred) /* hashed before the lock, not under it */
-        shim_identity_digest(&cred, opt, v.p);
+    if (!interesting(opt) && shim_identity_is_option(opt))
+        shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
     e = find(h);

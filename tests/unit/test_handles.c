@@ -156,10 +156,24 @@ static void unknown_handles_have_nothing(void **state)
     o.p = (void *)"http://h/v1/responses";
     shim_handles_record(H(0x1000), SHIM_FLAVOR_OPENSSL, CURLOPT_URL, o, 0);
     assert_int_equal(shim_handles_view(H(0x1000), &v), -ENOENT);
-    /* an option codeshim does not need makes no entry; nor does NULL */
+    /* an option codeshim does not need makes no entry, the second time
+     * (answered from the learnt bits) neither; nor does NULL, nor an
+     * option number beyond any libcurl's */
     rec_l(H(0x1000), CURLOPT_VERBOSE, 1);
+    rec_l(H(0x1000), CURLOPT_VERBOSE, 0);
+    rec_p(H(0x1000), CURLOPT_USERAGENT, "ua");
+    rec_p(H(0x1000), CURLOPT_USERAGENT, "ua");
+    rec_l(H(0x1000), (CURLoption)(CURLOPTTYPE_LONG + 9999), 1);
+    rec_l(H(0x1000), (CURLoption)-1, 1);
     rec_p(NULL, CURLOPT_URL, "http://h/v1/responses");
     assert_int_equal(shim_handles_count(), base);
+    /* a credential option is one, the first time and every time after */
+    rec_p(H(0x1000), CURLOPT_PASSWORD, "pw");
+    assert_int_equal(shim_handles_count(), base + 1);
+    shim_handles_forget(H(0x1000));
+    rec_p(H(0x1000), CURLOPT_PASSWORD, "pw");
+    assert_int_equal(shim_handles_count(), base + 1);
+    shim_handles_forget(H(0x1000));
     assert_int_equal(shim_handles_get_answer(H(0x1000), CURLINFO_RESPONSE_CODE, &code), 0);
     assert_int_equal(code, -1);
     /* reset and clear of an unknown handle create nothing */

@@ -9,9 +9,28 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wwrite-strings -Wpointer-arith \
         -Wformat=2 -Wundef -Wimplicit-fallthrough -fno-common
 CFLAGS ?= -O2 -g
+# initial-exec TLS: the library is preloaded, so its few thread-locals sit
+# in the static TLS block, and it needs no __tls_get_addr (which would make
+# it NEED ld.so, moving ld.so up the host's symbol scope; see SO_LIBS).
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCURL_DISABLE_DEPRECATION -fPIC -fvisibility=hidden $(WARN) \
-              -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
+              -ftls-model=initial-exec -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
 LIBS := -lcjson -lpthread -ldl -lseccomp -lnettle -lyaml
+# What the preloaded library links. Every library it NEEDs joins the
+# program's global symbol scope right behind it, and every symbol lookup
+# of every other library then checks it too (about 9,000 in a curl
+# program): libseccomp, nettle and libyaml are linked from Debian's static
+# archives instead, their symbols made local (--exclude-libs: exported,
+# they would interpose on the host's own libnettle and libseccomp users).
+SO_LIBS := -Wl,--exclude-libs,libseccomp.a:libnettle.a:libyaml.a -Wl,-Bstatic -lseccomp -lnettle -lyaml \
+           -Wl,-Bdynamic
+# libcjson is not linked at all: the library carries a forwarding
+# definition of each cJSON function (generated from cJSON.h), which loads
+# libcjson.so.1 RTLD_LOCAL on the first call (real.c).
+SO_ONLY_OBJ := $(BUILD)/gen/cjson_lazy.o
+$(BUILD)/gen/cjson_lazy.c: /usr/include/cjson/cJSON.h shim/cjson_lazy.py
+	@mkdir -p $(dir $@)
+	$(PYTHON) -I -B shim/cjson_lazy.py $< $@.tmp
+	@mv $@.tmp $@
 
 # Every .c under shim/ is part of the library; preload.c is the boundary
 # (the only file defining curl_* and dlopen), kept out of the unit-test
@@ -49,9 +68,17 @@ $(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libcodeshim.so: $(SHIM_OBJ) shim/codeshim.map
-	$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=shim/codeshim.map \
-	  -Wl,-z,defs -Wl,-z,now -Wl,--no-as-needed $(LIBS)
+# Lazy binding (no -z now): a program that never makes an intercepted
+# request resolves only the few imports its pass-through path calls, not
+# all ~200. The price is a writable .got.plt (partial RELRO; .got and the
+# rest stay read-only). The one place lazy binding is unsafe is the
+# CLONE_VM child of spawn.c, which shares the host's memory and runs on a
+# small stack: spawn.o is built with -fno-plt, so its calls go through GOT
+# slots the loader fills at load time, before anything runs.
+$(BUILD)/obj/shim/sandbox/spawn.o: ALL_CFLAGS += -fno-plt
+$(BUILD)/libcodeshim.so: $(SHIM_OBJ) $(SO_ONLY_OBJ) shim/codeshim.map
+	$(CC) -shared -o $@ $(SHIM_OBJ) $(SO_ONLY_OBJ) -Wl,--version-script=shim/codeshim.map \
+	  -Wl,-z,defs -Wl,-z,relro -Wl,--as-needed $(SO_LIBS)
 
 $(BUILD)/libcodeshim_core.a: $(CORE_OBJ)
 	@rm -f $@
@@ -123,7 +150,7 @@ $(BUILD)/bench/%: bench/%.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl
 
 # Benchmarks are measured, never asserted: numbers go to the README.
-bench: all $(BUILD)/bench/bench_http bench-sandbox
+bench: all $(BUILD)/bench/bench_http $(BUILD)/bench/host_bench $(BUILD)/bench/offline_cpu bench-sandbox
 	@bench/run.sh
 
 # make install PREFIX=/usr/local: launcher, man page, and the library in

@@ -11,3 +11,9 @@ $(BUILD)/bench/sandbox_bench: bench/sandbox_bench.c $(BUILD)/libcodeshim_core.a
 .PHONY: bench-sandbox
 bench-sandbox: $(BUILD)/bench/sandbox_bench
 	@$(BUILD)/bench/sandbox_bench $(or $(N),30)
+
+# offline_cpu: the offline model's own share of a loop step (bench/run.sh
+# subtracts it from codeshim's CPU per step); built from the engines.
+$(BUILD)/bench/offline_cpu: bench/offline_cpu.c $(BUILD)/libcodeshim_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)

@@ -10,6 +10,25 @@ static int ends_with(const char *s, size_t n, const char *suffix)
     return n >= k && !memcmp(s + n - k, suffix, k);
 }
 
+/* memmem for the pass-through's one needle: glibc's memmem first builds
+ * a shift table, several times the cost of scanning a small body. memchr
+ * to each place the needle's byte at index pivot could be instead (its
+ * '_', rarer in JSON and prose than its 'c'), at most n * k work. */
+static int contains(const char *s, size_t n, const char *needle, size_t k, size_t pivot)
+{
+    const char *end = s + n, *p = s + pivot;
+
+    if (n < k)
+        return 0;
+    while ((size_t)(end - p) >= k - pivot &&
+           (p = memchr(p, needle[pivot], (size_t)(end - p) - (k - pivot) + 1)) != NULL) {
+        if (!memcmp(p - pivot, needle, k))
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
 enum shim_api shim_classify_url(const char *url)
 {
     const char *p, *path, *end;
@@ -43,9 +62,14 @@ enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
         return SHIM_API_NONE;
     if (custom_request && strcasecmp(custom_request, "POST") != 0)
         return SHIM_API_NONE;
-    if (!memmem(body, len, needle, sizeof(needle) - 1))
+    if (!contains(body, len, needle, sizeof(needle) - 1, 4))
         return SHIM_API_NONE;
     return shim_classify_url(url);
+}
+
+int shim_classify_maybe_containers(const char *url)
+{
+    return url && strstr(url, "/containers") != NULL;
 }
 
 int shim_classify_body(const cJSON *req)

@@ -20,6 +20,7 @@ enum shim_api {
     SHIM_API_NONE = 0,
     SHIM_API_RESPONSES,
     SHIM_API_CHAT,
+    SHIM_API_CONTAINERS, /* may be the Containers API (containers.h) */
 };
 
 /* Which API the URL's path names (query and fragment ignored). */
@@ -28,6 +29,9 @@ enum shim_api shim_classify_url(const char *url);
 enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
                                      const char *url, const char *body,
                                      size_t len, size_t max_body);
+/* Whether url may name the Containers API (a "/containers" in it): the
+ * cheap look before containers.h decides. */
+int shim_classify_maybe_containers(const char *url);
 /* 1 when req is an object whose tools hold a code_interpreter entry. */
 int shim_classify_body(const cJSON *req);
 /* For a request that is ours: NULL when codeshim can run it, else the

@@ -283,18 +283,45 @@ static int interesting(CURLoption opt)
     }
 }
 
+/* Whether codeshim reads option opt (interesting() or a credential),
+ * learnt on the first setopt of each option and then answered from two
+ * bits: most options a program sets are neither, and asking identity.c
+ * means a scan of its table. An option is a type base (a multiple of
+ * 10000, CURLOPTTYPE_*) plus its number; both within bounds here. */
+#define OPT_TYPES 5
+#define OPT_NUMS 512
+static unsigned long long opt_seen[OPT_TYPES * OPT_NUMS / 64];
+static unsigned long long opt_wanted[OPT_TYPES * OPT_NUMS / 64];
+
+static int wanted(CURLoption opt)
+{
+    unsigned long t = (unsigned long)opt / 10000, n = (unsigned long)opt % 10000, i;
+    unsigned long long bit;
+    int r;
+
+    if (t >= OPT_TYPES || n >= OPT_NUMS)
+        return interesting(opt) || shim_identity_is_option(opt);
+    i = t * OPT_NUMS + n;
+    bit = 1ULL << (i % 64);
+    if (__atomic_load_n(&opt_seen[i / 64], __ATOMIC_ACQUIRE) & bit)
+        return (__atomic_load_n(&opt_wanted[i / 64], __ATOMIC_RELAXED) & bit) != 0;
+    r = interesting(opt) || shim_identity_is_option(opt);
+    if (r) /* published before the seen bit that makes it valid */
+        __atomic_fetch_or(&opt_wanted[i / 64], bit, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&opt_seen[i / 64], bit, __ATOMIC_RELEASE);
+    return r;
+}
+
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
     struct shim_cred_update cred = {0};
-    int is_cred = 0;
     struct entry *e;
 
-    /* the switch first: most options are one of those, or neither */
-    if (!h || (!interesting(opt) && !(is_cred = shim_identity_is_option(opt))))
+    if (!h || !wanted(opt))
         return;
-    if (is_cred) /* hashed before the lock, not under it */
-        shim_identity_digest(&cred, opt, v.p);
+    if (!interesting(opt) && shim_identity_is_option(opt))
+        shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
     e = find(h);
@@ -305,6 +332,31 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
         shim_identity_apply(&e->creds, &cred);
     }
     pthread_mutex_unlock(&lock);
+}
+
+static size_t body_len(const struct entry *e)
+{
+    return e->postsize >= 0 ? (size_t)e->postsize : strlen(e->postfields);
+}
+
+enum shim_api shim_handles_begin(CURL *h, size_t max_body)
+{
+    enum shim_api kind = SHIM_API_NONE;
+    struct entry *e;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e) {
+        if (e->ans.active)
+            clear_answer(&e->ans);
+        if (e->postfields)
+            kind = shim_classify_transfer(e->method == SHIM_METHOD_POST, e->custom_request,
+                                          e->url, e->postfields, body_len(e), max_body);
+        if (kind == SHIM_API_NONE && shim_classify_maybe_containers(e->url))
+            kind = SHIM_API_CONTAINERS;
+    }
+    pthread_mutex_unlock(&lock);
+    return kind;
 }
 
 int shim_handles_view(CURL *h, struct shim_handle_view *out)
@@ -330,8 +382,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->method = e->method;
     out->body = e->postfields;
     if (e->postfields)
-        out->body_len = e->postsize >= 0 ? (size_t)e->postsize
-                                         : strlen(e->postfields);
+        out->body_len = body_len(e);
     out->body_copied_unsized = e->postfields && e->postfields == e->copied && e->postsize < 0;
     out->headers = e->headers;
     out->write_cb = e->write_cb;

@@ -14,6 +14,7 @@
 #ifndef SHIM_HANDLES_H
 #define SHIM_HANDLES_H
 
+#include "classify.h"
 #include "identity.h"
 #include "real.h"
 
@@ -86,6 +87,11 @@ struct shim_answer_info {
  * only for a handle already in the table (used while the guard is up). */
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create);
+/* The start of every perform: drops h's last synthetic answer and tells
+ * whether the transfer may be ours, by shim_classify_transfer on the
+ * recorded options (SHIM_API_NONE for a handle with none), under one lock
+ * and copying nothing: the whole pass-through check. */
+enum shim_api shim_handles_begin(CURL *h, size_t max_body);
 /* Fills *out (0) or -ENOENT when nothing was recorded for h; -ENOMEM. */
 int shim_handles_view(CURL *h, struct shim_handle_view *out);
 void shim_handle_view_free(struct shim_handle_view *v);

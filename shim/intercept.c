@@ -102,18 +102,23 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
     cJSON *req;
     CURLcode rc;
     int err;
-    double t0 = shim_clock_s();
+    double t0;
 
-    shim_handles_clear_answer(h);
-    if (cfg->disabled || shim_handles_view(h, &v) < 0)
+    /* the pass-through costs this one look, nothing copied; offline and
+     * replay modes look closer (refuse() below) */
+    kind = shim_handles_begin(h, cfg->max_request);
+    if (cfg->disabled || (kind == SHIM_API_NONE && !cfg->offline && !cfg->replay_dir[0]) ||
+        shim_handles_view(h, &v) < 0)
         return real_perform(api, h);
-    if (shim_containers_match(&v, &route) != SHIM_CAPI_NONE) {
-        rc = shim_containers_serve(api, h, &v, &route, t0);
-        shim_handle_view_free(&v);
-        return rc;
+    t0 = shim_clock_s();
+    if (kind == SHIM_API_CONTAINERS) { /* codeshim's own containers, or the upstream's */
+        if (shim_containers_match(&v, &route) != SHIM_CAPI_NONE) {
+            rc = shim_containers_serve(api, h, &v, &route, t0);
+            shim_handle_view_free(&v);
+            return rc;
+        }
+        kind = SHIM_API_NONE;
     }
-    kind = shim_classify_transfer(v.method == SHIM_METHOD_POST, v.custom_request, v.url,
-                                  v.body, v.body_len, cfg->max_request);
     req = NULL;
     err = kind != SHIM_API_NONE ? shim_json_read(v.body, v.body_len, &req, &flaw) : -EINVAL;
     if (err == -EEXIST || err == -ENOMEM) {

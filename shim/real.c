@@ -18,6 +18,7 @@
 #include "log.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,21 +38,27 @@ static const struct flavor_def flavors[SHIM_NFLAVORS] = {
 
 static struct shim_curl_api apis[SHIM_NFLAVORS];
 static int bound_ok[SHIM_NFLAVORS];
+/* &apis[f] once bound: every wrapper call reads it, one acquire load
+ * instead of a pthread_once call */
+static const struct shim_curl_api *ready[SHIM_NFLAVORS];
 static pthread_once_t once[SHIM_NFLAVORS] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
                                              PTHREAD_ONCE_INIT};
 __thread int shim_guard_depth;
 
+/* The first and one past the last byte of this object, defined by the
+ * linker; hidden, so they are ours and not the program's. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char _end[] __attribute__((visibility("hidden")));
+
 /* A symbol defined in this very object is one of our wrappers: calling it
- * would recurse (proxychains' circular-reference check). */
+ * would recurse (proxychains' circular-reference check). An address
+ * comparison: dladdr would scan the whole symbol table of the object p is
+ * in (libcurl's: thousands of symbols) on every lookup. */
 static int is_self(void *p)
 {
-    Dl_info here, there;
+    const char *c = p;
 
-    if (!p)
-        return 0;
-    if (dladdr((void *)&shim_real, &here) && dladdr(p, &there))
-        return here.dli_fbase == there.dli_fbase;
-    return 0;
+    return c && c >= __ehdr_start && c < _end;
 }
 
 static void *lookup(enum shim_flavor f, const char *name)
@@ -107,6 +114,7 @@ static void bind_flavor(enum shim_flavor f)
     BIND(slist_append, "curl_slist_append");
     BIND(slist_free_all, "curl_slist_free_all");
     bound_ok[f] = 1;
+    __atomic_store_n(&ready[f], a, __ATOMIC_RELEASE);
 out:
     if (missing)
         LOG_ERR("cannot find the real %s (%s build of libcurl) in this process",
@@ -122,8 +130,12 @@ const struct shim_curl_api *shim_real(enum shim_flavor f)
     static void (*const binders[SHIM_NFLAVORS])(void) = {bind_openssl, bind_gnutls,
                                                          bind_nss};
 
+    const struct shim_curl_api *a;
+
     if ((unsigned)f >= SHIM_NFLAVORS)
         return NULL;
+    if ((a = __atomic_load_n(&ready[f], __ATOMIC_ACQUIRE)) != NULL)
+        return a;
     pthread_once(&once[f], binders[f]);
     return bound_ok[f] ? &apis[f] : NULL;
 }
@@ -162,6 +174,26 @@ void shim_real_self_dir(char *out, size_t outsz)
     pthread_once(&self_once, find_self);
     if ((size_t)snprintf(out, outsz, "%s", self_dir) >= outsz)
         out[0] = '\0';
+}
+
+int shim_real_cjson(const char *const names[], void *out[], size_t n)
+{
+    void *lib = dlopen("libcjson.so.1", RTLD_NOW | RTLD_LOCAL);
+    size_t i;
+
+    if (!lib) {
+        LOG_ERR("cannot load libcjson.so.1: %s", dlerror());
+        return -ENOENT;
+    }
+    for (i = 0; i < n; i++) {
+        out[i] = dlsym(lib, names[i]);
+        if (!out[i]) {
+            LOG_ERR("libcjson.so.1 has no %s", names[i]);
+            memset(out, 0, n * sizeof(*out));
+            return -ENOENT; /* the library stays loaded: harmless */
+        }
+    }
+    return 0;
 }
 
 static shim_dlopen_fn real_dlopen_fn;

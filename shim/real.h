@@ -37,6 +37,12 @@ struct shim_curl_api {
  * when that libcurl cannot be found in the process. */
 const struct shim_curl_api *shim_real(enum shim_flavor f);
 
+/* Loads libcjson.so.1 (RTLD_LOCAL: it stays out of the host's global
+ * symbol scope) and fills out[i] with its function names[i]; 0, or
+ * -ENOENT when the library or one of the names is missing (then out is
+ * left all NULL). For build/gen/cjson_lazy.c (shim/cjson_lazy.py). */
+int shim_real_cjson(const char *const names[], void *out[], size_t n);
+
 /* The libc dlopen (for the dlopen wrapper). */
 typedef void *(*shim_dlopen_fn)(const char *, int);
 shim_dlopen_fn shim_real_dlopen(void);

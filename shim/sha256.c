@@ -1,16 +1,14 @@
 /* sha256.c - see sha256.h. SHA-256 comes from nettle (Debian's
- * libnettle8), not from code of our own.
+ * nettle-dev), not from code of our own.
  *
- * Why nettle: the library is loaded into programs linked with OpenSSL or
- * GnuTLS. GnuTLS programs already have libnettle.so.8 loaded (GnuTLS's
- * crypto is nettle), so there it adds nothing; for OpenSSL programs it is
- * one small extra library. Its symbols are namespaced (nettle_sha256_*,
- * the sha256_* names are macros) and versioned (NETTLE_8), so our calls
- * bind to libnettle's definitions and cannot pick up a host program's
- * function of a common name. libmd's SHA256Init / SHA256Update are
- * names other code defines too (BSD compatibility layers, embedded
- * copies), and OpenSSL's SHA256_* would tie us to one TLS flavour of
- * libcurl. */
+ * Why nettle: OpenSSL's SHA256_* would tie us to one TLS flavour of
+ * libcurl, and libmd's SHA256Init / SHA256Update are names other code
+ * defines too (BSD compatibility layers, embedded copies). The library
+ * links nettle's static PIC archive with its symbols made local (Makefile,
+ * SO_LIBS): our calls are bound when the library is linked, so they cannot
+ * pick up a host program's function of the same name, and a program that
+ * never makes an intercepted request loads no libnettle.so for it. The
+ * programs built from libcodeshim_core.a link -lnettle. */
 #include "sha256.h"
 
 #include "text.h"

@@ -43,6 +43,40 @@ static void transfer_checks(void **state)
     assert_int_equal(shim_classify_transfer(1, NULL, u, body, 10, 1 << 20), SHIM_API_NONE);
 }
 
+static enum shim_api scan(const char *b, size_t n)
+{
+    return shim_classify_transfer(1, NULL, "https://h/v1/responses", b, n, 1 << 20);
+}
+
+/* The substring scan (memchr to each candidate '_'): the needle
+ * anywhere, after near misses that share its first bytes, exactly at the
+ * end, or one byte cut off. */
+static void needle_scan(void **state)
+{
+    static const char n[] = "code_interpreter";
+    char big[4096];
+    (void)state;
+    assert_int_equal(scan(n, 16), SHIM_API_RESPONSES);
+    assert_int_equal(scan(n, 15), SHIM_API_NONE);
+    assert_int_equal(scan("ccode_interpreter", 17), SHIM_API_RESPONSES);
+    assert_int_equal(scan("code_interprete code_interpreter", 32), SHIM_API_RESPONSES);
+    assert_int_equal(scan("code_interprete", 15), SHIM_API_NONE);
+    assert_int_equal(scan("c", 1), SHIM_API_NONE);
+    assert_int_equal(scan("xcode_interpreteR", 17), SHIM_API_NONE);
+    /* a body of first bytes only, then the needle at its very end */
+    memset(big, 'c', sizeof(big));
+    assert_int_equal(scan(big, sizeof(big)), SHIM_API_NONE);
+    memcpy(big + sizeof(big) - 16, n, 16);
+    assert_int_equal(scan(big, sizeof(big)), SHIM_API_RESPONSES);
+    assert_int_equal(scan(big, sizeof(big) - 1), SHIM_API_NONE);
+    memset(big, '_', sizeof(big)); /* the byte the scan looks for, everywhere */
+    assert_int_equal(scan(big, sizeof(big)), SHIM_API_NONE);
+    memcpy(big + 1, n, 16);
+    assert_int_equal(scan(big, sizeof(big)), SHIM_API_RESPONSES);
+    assert_int_equal(scan(big, 16), SHIM_API_NONE);
+    assert_int_equal(scan(big, 17), SHIM_API_RESPONSES);
+}
+
 static int body_is_ours(const char *s)
 {
     cJSON *j = shim_json_parse(s, strlen(s));
@@ -94,6 +128,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(url_paths),
         cmocka_unit_test(transfer_checks),
+        cmocka_unit_test(needle_scan),
         cmocka_unit_test(body_checks),
         cmocka_unit_test(unsupported_requests),
     };

@@ -156,10 +156,24 @@ static void unknown_handles_have_nothing(void **state)
     o.p = (void *)"http://h/v1/responses";
     shim_handles_record(H(0x1000), SHIM_FLAVOR_OPENSSL, CURLOPT_URL, o, 0);
     assert_int_equal(shim_handles_view(H(0x1000), &v), -ENOENT);
-    /* an option codeshim does not need makes no entry; nor does NULL */
+    /* an option codeshim does not need makes no entry, the second time
+     * (answered from the learnt bits) neither; nor does NULL, nor an
+     * option number beyond any libcurl's */
     rec_l(H(0x1000), CURLOPT_VERBOSE, 1);
+    rec_l(H(0x1000), CURLOPT_VERBOSE, 0);
+    rec_p(H(0x1000), CURLOPT_USERAGENT, "ua");
+    rec_p(H(0x1000), CURLOPT_USERAGENT, "ua");
+    rec_l(H(0x1000), (CURLoption)(CURLOPTTYPE_LONG + 9999), 1);
+    rec_l(H(0x1000), (CURLoption)-1, 1);
     rec_p(NULL, CURLOPT_URL, "http://h/v1/responses");
     assert_int_equal(shim_handles_count(), base);
+    /* a credential option is one, the first time and every time after */
+    rec_p(H(0x1000), CURLOPT_PASSWORD, "pw");
+    assert_int_equal(shim_handles_count(), base + 1);
+    shim_handles_forget(H(0x1000));
+    rec_p(H(0x1000), CURLOPT_PASSWORD, "pw");
+    assert_int_equal(shim_handles_count(), base + 1);
+    shim_handles_forget(H(0x1000));
     assert_int_equal(shim_handles_get_answer(H(0x1000), CURLINFO_RESPONSE_CODE, &code), 0);
     assert_int_equal(code, -1);
     /* reset and clear of an unknown handle create nothing */
@@ -742,6 +756,42 @@ static void answers_every_info_it_claims(void **state)
     shim_handles_forget(h);
 }
 
+/* shim_handles_begin, the pass-through's one look: the pre-check on the
+ * recorded options, and every perform drops the last synthetic answer. */
+static void begin_checks_and_clears(void **state)
+{
+    static const char ours[] = "{\"tools\":[{\"type\":\"code_interpreter\"}]}";
+    struct shim_answer_info a = {.response_code = 200};
+    CURL *h = H(0x7100);
+    long l;
+    (void)state;
+
+    assert_int_equal(shim_handles_begin(H(0x7200), 1 << 20), SHIM_API_NONE); /* unknown */
+    rec_p(h, CURLOPT_URL, "http://h/v1/responses");
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE); /* no body */
+    rec_p(h, CURLOPT_POSTFIELDS, "{\"tools\":[]}");
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE); /* no needle */
+    rec_p(h, CURLOPT_POSTFIELDS, ours);
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(shim_handles_begin(h, 8), SHIM_API_NONE); /* too big */
+    rec_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 10); /* the needle past the size */
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    rec_off(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(ours));
+    rec_p(h, CURLOPT_CUSTOMREQUEST, "PUT");
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    rec_p(h, CURLOPT_CUSTOMREQUEST, NULL);
+    rec_p(h, CURLOPT_URL, "http://h/v1/chat/completions");
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_CHAT);
+    rec_l(h, CURLOPT_HTTPGET, 1);
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+
+    assert_int_equal(shim_handles_set_answer(h, &a), 0);
+    assert_int_equal(shim_handles_get_answer(h, CURLINFO_RESPONSE_CODE, &l), 1);
+    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    assert_int_equal(shim_handles_get_answer(h, CURLINFO_RESPONSE_CODE, &l), 0);
+    shim_handles_forget(h);
+}
+
 /* ---- scale and threads ---- */
 
 static void many_handles_survive_growth(void **state)
@@ -872,6 +922,7 @@ int main(void)
         cmocka_unit_test(dup_copies_options_not_the_answer),
         cmocka_unit_test(transport_options_are_copied),
         cmocka_unit_test(answers_every_info_it_claims),
+        cmocka_unit_test(begin_checks_and_clears),
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),
     };

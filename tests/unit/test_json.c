@@ -96,6 +96,13 @@ static void nul_characters_refused(void **state)
     assert_int_equal(shim_json_has_nul("\\u000", 5), 0);
     assert_int_equal(shim_json_has_nul("\\\\u0000", 7), 0);
     assert_int_equal(shim_json_has_nul("\\u00000", 7), 1);
+    /* escapes in a row, a backslash last, a NUL past a backslash */
+    assert_int_equal(shim_json_has_nul("a\\\\\\u0000", 9), 1);
+    assert_int_equal(shim_json_has_nul("\\\\\\\\u0000", 9), 0);
+    assert_int_equal(shim_json_has_nul("\\\"\\n\\", 5), 0);
+    assert_int_equal(shim_json_has_nul("x\\", 2), 0);
+    assert_int_equal(shim_json_has_nul("\\n\0", 3), 1);
+    assert_int_equal(shim_json_has_nul("\\u0000", 5), 0); /* cut short */
 }
 
 static void not_json_and_errors(void **state)

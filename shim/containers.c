@@ -12,10 +12,12 @@
 #include "ids.h"
 #include "json.h"
 #include "log.h"
+#include "files.h"
 #include "multipart.h"
 #include "session.h"
 #include "sink.h"
 #include "text.h"
+#include "upstream.h"
 #include "upload.h"
 
 #include <errno.h>
@@ -28,6 +30,8 @@
 #define MAX_PARTS 16
 
 struct call {
+    const struct shim_curl_api *api;
+    CURL *h;
     const struct shim_config *cfg;
     const struct shim_handle_view *v;
     const struct shim_capi_route *r;
@@ -111,10 +115,60 @@ static CURLcode store_error(struct call *c, int rc, const char *id)
                  strerror(-rc));
 }
 
+/* Copies Files API files into container cid (and its running sandbox),
+ * with the program's credentials; *out, if not NULL, the last stored. 0,
+ * or an answer already sent (1) for the first that fails. */
+static void to_live_sandbox(struct call *c, const char *name, const char *data, size_t len);
+
+static int copy_file_ids(struct call *c, const struct shim_curl_api *api, CURL *h,
+                         const char *cid, const cJSON *ids, struct shim_cfile *out, CURLcode *rc)
+{
+    struct shim_upstream *u = NULL;
+    const cJSON *id;
+    int err = 0;
+
+    if (!cJSON_GetArraySize(ids))
+        return 0;
+    if (shim_upstream_open(api, h, c->v, SHIM_API_NONE, &u) < 0) {
+        *rc = error(c, 500, "server_error", NULL, "codeshim could not reach the upstream's "
+                    "Files API (the program's handle cannot be copied)");
+        return 1;
+    }
+    cJSON_ArrayForEach(id, ids)
+    {
+        char name[256], path[300], why[512], *data = NULL;
+        size_t len = 0;
+
+        if (!cJSON_IsString(id)) {
+            *rc = error(c, 400, "invalid_request_error", "file_ids", "file ids must be strings");
+            err = 1;
+            break;
+        }
+        if (shim_files_fetch(u, c->cfg, id->valuestring, name, &data, &len, why, sizeof(why)) < 0) {
+            *rc = error(c, 400, "invalid_request_error", "file_id", "%s", why);
+            err = 1;
+            break;
+        }
+        snprintf(path, sizeof(path), "/mnt/data/%s", name);
+        err = shim_cstore_put(c->cfg, c->identity, cid, path, data, len, "user", out);
+        if (err == 0)
+            to_live_sandbox(c, name, data, len);
+        free(data);
+        if (err < 0) {
+            *rc = store_error(c, err, cid);
+            err = 1;
+            break;
+        }
+    }
+    shim_upstream_close(u);
+    return err;
+}
+
 /* ---------------- containers ---------------- */
 
 static CURLcode create(struct call *c)
 {
+    CURLcode cc = CURLE_OK;
     struct shim_container k;
     cJSON *req = c->v->body ? shim_json_parse(c->v->body, c->v->body_len) : NULL;
     const cJSON *ea = req ? cJSON_GetObjectItemCaseSensitive(req, "expires_after") : NULL;
@@ -132,15 +186,11 @@ static CURLcode create(struct call *c)
     }
     if (strlen(name) >= sizeof(k.name) || (mem && strcmp(mem, "1g") && strcmp(mem, "4g") &&
                                            strcmp(mem, "16g") && strcmp(mem, "64g")) ||
-        minutes < 1 || minutes > 7 * 1440 || (fids && cJSON_GetArraySize(fids) > 0)) {
+        minutes < 1 || minutes > 7 * 1440 || (fids && !cJSON_IsArray(fids))) {
         const char *param = strlen(name) >= sizeof(k.name) ? "name"
                             : minutes < 1 || minutes > 7 * 1440 ? "expires_after.minutes"
-                            : fids && cJSON_GetArraySize(fids) > 0 ? "file_ids" : "memory_limit";
+                            : fids && !cJSON_IsArray(fids) ? "file_ids" : "memory_limit";
         cJSON_Delete(req);
-        if (!strcmp(param, "file_ids"))
-            return error(c, 400, "invalid_request_error", param,
-                         "codeshim does not copy Files API files into a container yet; upload "
-                         "them with POST /v1/containers/{id}/files.");
         return error(c, 400, "invalid_request_error", param, "Invalid value for '%s'.", param);
     }
     shim_id_make(k.id, sizeof(k.id), "cntr_", 48);
@@ -148,9 +198,16 @@ static CURLcode create(struct call *c)
     snprintf(k.memory_limit, sizeof(k.memory_limit), "%s", mem ? mem : "1g");
     k.minutes = (int)minutes;
     k.explicit_ = 1;
-    cJSON_Delete(req);
-    if ((rc = shim_cstore_create(c->cfg, c->identity, &k)) < 0)
+    if ((rc = shim_cstore_create(c->cfg, c->identity, &k)) < 0) {
+        cJSON_Delete(req);
         return store_error(c, rc, k.id);
+    }
+    if (copy_file_ids(c, c->api, c->h, k.id, fids, NULL, &cc)) {
+        shim_cstore_delete(c->cfg, c->identity, k.id); /* nothing half made is left */
+        cJSON_Delete(req);
+        return cc;
+    }
+    cJSON_Delete(req);
     LOG_INFO("containers API: created %s", k.id);
     return send_json(c, 200, shim_capi_container(&k));
 }
@@ -334,10 +391,28 @@ static CURLcode upload(struct call *c, const struct shim_curl_api *api, CURL *h)
     if (shim_cstore_find(c->cfg, c->identity, c->r->cid, NULL, 0) < 0)
         return not_found(c, "container", c->r->cid);
     if (c->v->body) {
-        if (ct && !strncasecmp(ct, "application/json", 16))
-            return error(c, 400, "invalid_request_error", "file_id",
-                         "codeshim does not copy Files API files into a container yet; send "
-                         "the file itself as multipart/form-data.");
+        if (ct && !strncasecmp(ct, "application/json", 16)) {
+            cJSON *req = shim_json_parse(c->v->body, c->v->body_len), *ids = cJSON_CreateArray();
+            const char *fid = shim_json_str(req, "file_id");
+            struct shim_cfile f;
+            CURLcode cc = CURLE_OK;
+
+            if (!fid) {
+                cJSON_Delete(req);
+                cJSON_Delete(ids);
+                return error(c, 400, "invalid_request_error", "file_id",
+                             "The JSON body must name a \"file_id\".");
+            }
+            cJSON_AddItemToArray(ids, cJSON_CreateString(fid));
+            cJSON_Delete(req);
+            memset(&f, 0, sizeof(f));
+            if (copy_file_ids(c, api, h, c->r->cid, ids, &f, &cc)) {
+                cJSON_Delete(ids);
+                return cc;
+            }
+            cJSON_Delete(ids);
+            return send_json(c, 200, shim_capi_file(&f, c->r->cid));
+        }
         return upload_multipart(c, ct ? ct : "", c->v->body, c->v->body_len);
     }
     /* a libcurl MIME post (curl -F): its bytes as libcurl would send them */
@@ -360,6 +435,8 @@ CURLcode shim_containers_serve(const struct shim_curl_api *api, CURL *h,
 
     memset(&c, 0, sizeof(c));
     c.cfg = shim_config();
+    c.api = api;
+    c.h = h;
     c.v = v;
     c.r = r;
     shim_sink_init(&c.sink, h, v, t0);

@@ -283,27 +283,30 @@ static int from_data(struct shim_files_in *in, const struct shim_config *cfg, co
     return add_in(in, name, data, len);
 }
 
-/* A file of the upstream's Files API: its name, then its bytes. */
-static int from_upstream(struct shim_files_in *in, const struct shim_config *cfg,
-                         struct shim_upstream *u, const char *id, char *why, size_t n,
-                         const char **param)
+int shim_files_fetch(struct shim_upstream *u, const struct shim_config *cfg, const char *id,
+                     char name[256], char **data, size_t *len, char *why, size_t n)
 {
     struct shim_http_reply r;
-    char path[300], errbuf[CURL_ERROR_SIZE], name[256] = "";
+    char path[300], errbuf[CURL_ERROR_SIZE];
     const char *fn;
     cJSON *meta;
     CURLcode cc;
     size_t i;
 
+    *data = NULL;
+    *len = 0;
+    name[0] = '\0';
     for (i = 0; id[i]; i++)
         if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
-              (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-') || i > 120)
-            return fail_in(why, n, param, "file_id", "\"%.64s\" is not a file id", id);
+              (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '-') || i > 120) {
+            snprintf(why, n, "\"%.64s\" is not a file id", id);
+            return -EINVAL;
+        }
     snprintf(path, sizeof(path), "/files/%s", id);
     cc = shim_upstream_get(u, path, 1 << 20, &r, errbuf);
     meta = cc == CURLE_OK && r.status == 200 ? shim_json_parse(r.body.data, r.body.len) : NULL;
     fn = shim_json_str(meta, "filename");
-    if (fn && shim_text_safe_filename(fn, name, sizeof(name)) < 0)
+    if (fn && shim_text_safe_filename(fn, name, 256) < 0)
         name[0] = '\0';
     cJSON_Delete(meta);
     if (!name[0]) {
@@ -317,7 +320,6 @@ static int from_upstream(struct shim_files_in *in, const struct shim_config *cfg
         else
             snprintf(why, n, "the file \"%s\" could not be read from the upstream's Files API "
                      "(%s)", id, errbuf);
-        *param = "file_id";
         return -EINVAL;
     }
     shim_http_reply_free(&r);
@@ -326,17 +328,29 @@ static int from_upstream(struct shim_files_in *in, const struct shim_config *cfg
     if (cc != CURLE_OK || r.status != 200) {
         shim_http_reply_free(&r);
         if (cc == CURLE_FILESIZE_EXCEEDED)
-            return fail_in(why, n, param, "file_id", "the file \"%s\" is larger than "
-                           "codeshim's limit (CODESHIM_FILE_MAX)", id);
-        return fail_in(why, n, param, "file_id",
-                       "the content of file \"%s\" could not be read from the upstream", id);
+            snprintf(why, n, "the file \"%s\" is larger than codeshim's limit "
+                     "(CODESHIM_FILE_MAX)", id);
+        else
+            snprintf(why, n, "the content of file \"%s\" could not be read from the upstream",
+                     id);
+        return -EINVAL;
     }
-    {
-        size_t len = r.body.len;
-        char *data = r.body.data ? shim_buf_take(&r.body, &len) : calloc(1, 1);
-        shim_http_reply_free(&r);
-        return data ? add_in(in, name, data, len) : -ENOMEM;
-    }
+    *len = r.body.len;
+    *data = r.body.data ? shim_buf_take(&r.body, len) : calloc(1, 1);
+    shim_http_reply_free(&r);
+    return *data ? 0 : -ENOMEM;
+}
+
+static int from_upstream(struct shim_files_in *in, const struct shim_config *cfg,
+                         struct shim_upstream *u, const char *id, char *why, size_t n,
+                         const char **param)
+{
+    char name[256], *data;
+    size_t len;
+    int rc = shim_files_fetch(u, cfg, id, name, &data, &len, why, n);
+
+    *param = "file_id";
+    return rc < 0 ? rc : add_in(in, name, data, len);
 }
 
 /* One content part: Responses input_file, Chat {"type":"file","file":{...}}. */

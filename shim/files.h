@@ -56,6 +56,11 @@ const char *shim_files_bound(const struct shim_config *cfg, const char *identity
  * upstream's Files API does not give (or it has none). */
 int shim_files_inputs(struct shim_files_in *in, const struct shim_config *cfg, const cJSON *req,
                       struct shim_upstream *u, char *why, size_t whysz, const char **param);
+/* One file of the upstream's Files API (GET /files/{id}, then /content)
+ * through u: its safe name and bytes (caller frees). 0, -EINVAL with why,
+ * or -ENOMEM. */
+int shim_files_fetch(struct shim_upstream *u, const struct shim_config *cfg, const char *id,
+                     char name[256], char **data, size_t *len, char *why, size_t n);
 /* Tells the model where they are: the code tool's description in the
  * upstream request up gets "Files in /mnt/data: ...". */
 void shim_files_describe(cJSON *up, const char *tool_name, const struct shim_files_in *in);

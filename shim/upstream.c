@@ -433,8 +433,8 @@ CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t le
     return rc;
 }
 
-/* The program's URL up to its API path (".../v1/responses" -> ".../v1"),
- * then path. */
+/* The program's URL up to its API path (".../v1/responses" -> ".../v1",
+ * ".../v1/containers/x/files" -> ".../v1"), then path. */
 static int sibling_url(const char *url, const char *path, char *out, size_t n)
 {
     size_t end = strcspn(url, "?#"), cut = end;
@@ -447,6 +447,13 @@ static int sibling_url(const char *url, const char *path, char *out, size_t n)
             cut = end - tl;
             break;
         }
+    }
+    if (cut == end) { /* a Containers API URL: .../v1/containers/... */
+        const char *c = NULL, *p = url;
+        while ((p = strstr(p, "/containers")) != NULL && (size_t)(p - url) < end)
+            c = p++;
+        if (c)
+            cut = (size_t)(c - url);
     }
     return snprintf(out, n, "%.*s%s", (int)cut, url, path) < (int)n ? 0 : -ENAMETOOLONG;
 }

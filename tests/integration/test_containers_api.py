@@ -80,7 +80,7 @@ def test_bad_create_bodies(fake):
                         ({"name": "x", "expires_after": {"anchor": "last_active_at",
                                                           "minutes": 0}},
                          "expires_after.minutes"),
-                        ({"name": "x", "file_ids": ["file_1"]}, "file_ids")):
+                        ({"name": "x", "file_ids": "file_1"}, "file_ids")):
         j = call(["-H", "Content-Type: application/json", "-d", json.dumps(body),
                   fake.url + "/containers"], status=400)
         assert j["error"]["param"] == param, (body, j)
@@ -442,3 +442,31 @@ def test_file_ids_fetched_from_the_upstream_files_api(scripted):
         "POST /v1/responses", "POST /v1/responses"]
     # with the program's own credentials
     assert all(q["headers"].get("authorization") == "Bearer " + CORE_KEY for q in got)
+
+
+def test_container_from_files_api_ids_and_json_upload(scripted):
+    meta = {"id": "file_q1", "object": "file", "bytes": 3, "created_at": 1, "filename": "q1.txt",
+            "purpose": "user_data"}
+    srv = scripted([{"body": meta}, {"body": "abc"},
+                    {"body": dict(meta, id="file_q2", filename="q2.txt")}, {"body": "defg"},
+                    {"status": 404, "body": {"error": {"message": "No such File object: nope",
+                                                       "type": "invalid_request_error",
+                                                       "param": "id", "code": None}}}])
+    c = call(["-H", "Content-Type: application/json", "-d",
+              json.dumps({"name": "from ids", "file_ids": ["file_q1"]}), srv.url + "/containers"],
+             CORE_KEY, component="ContainerResource")
+    f = call(["-H", "Content-Type: application/json", "-d", json.dumps({"file_id": "file_q2"}),
+              "%s/containers/%s/files" % (srv.url, c["id"])], CORE_KEY,
+             component="ContainerFileResource")
+    assert f["path"] == "/mnt/data/q2.txt" and f["bytes"] == 4
+    files = call(["%s/containers/%s/files?order=asc" % (srv.url, c["id"])], CORE_KEY)
+    assert [x["path"] for x in files["data"]] == ["/mnt/data/q1.txt", "/mnt/data/q2.txt"]
+    j = call(["-H", "Content-Type: application/json", "-d", json.dumps({"file_id": "nope"}),
+              "%s/containers/%s/files" % (srv.url, c["id"])], CORE_KEY, status=400)
+    assert "nope" in j["error"]["message"] and "404" in j["error"]["message"]
+    got = [(q["method"], q["path"], q["headers"].get("authorization")) for q in srv.requests()]
+    assert got == [("GET", "/v1/files/file_q1", "Bearer " + CORE_KEY),
+                   ("GET", "/v1/files/file_q1/content", "Bearer " + CORE_KEY),
+                   ("GET", "/v1/files/file_q2", "Bearer " + CORE_KEY),
+                   ("GET", "/v1/files/file_q2/content", "Bearer " + CORE_KEY),
+                   ("GET", "/v1/files/nope", "Bearer " + CORE_KEY)]

@@ -95,7 +95,7 @@ int shim_proto_check_shape(const char *p, size_t n)
 
 /* ---------------- results to JSON, cut to fit ---------------- */
 
-#define FIXED_FIELDS 160  /* {"status":..,"logs":,"seconds":..,"images":[],"files":[]} */
+#define FIXED_FIELDS 192  /* {"status":..,"logs":,"seconds":..,"images":[],"files":[],"files_changed":true} */
 #define IMAGE_FIELDS 32   /* {"mime":,"base64":}, */
 #define NOTE_MAX 320      /* the note, as JSON */
 #define TAIL_MAX (16u << 10)
@@ -242,6 +242,8 @@ cJSON *shim_proto_result_capped(const struct shim_exec_result *r, size_t max_byt
     files = cJSON_AddArrayToObject(j, "files");
     for (i = 0; i < c.nfiles; i++)
         cJSON_AddItemToArray(files, cJSON_CreateString(r->files[i] ? r->files[i] : ""));
+    if (r->files_changed) /* the library copies the files then (files.h) */
+        cJSON_AddTrueToObject(j, "files_changed");
     return j;
 }
 
@@ -298,6 +300,7 @@ int shim_proto_result_from_json(const cJSON *j, struct shim_exec_result *r)
     if (!shape_ok(j))
         return -EPROTO;
     r->status = (enum shim_exec_status)shim_json_int(j, "status");
+    r->files_changed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "files_changed"));
     r->logs = strdup(logs);
     r->logs_len = strlen(logs);
     r->seconds = cJSON_IsNumber(secs) ? secs->valuedouble : 0;

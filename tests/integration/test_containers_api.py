@@ -470,3 +470,34 @@ def test_container_from_files_api_ids_and_json_upload(scripted):
                    ("GET", "/v1/files/file_q2", "Bearer " + CORE_KEY),
                    ("GET", "/v1/files/file_q2/content", "Bearer " + CORE_KEY),
                    ("GET", "/v1/files/nope", "Bearer " + CORE_KEY)]
+
+
+def test_c_program_uploads_with_curl_mime_and_downloads(fake, tmp_path):
+    """A C client on libcurl's MIME API and write callbacks, run under the
+    library: upload, the session's code reads it and writes a result, the
+    program downloads that result byte-exact."""
+    from conftest import REPO
+    prog = REPO / "build" / "testprogs" / "cfiles"
+    c = create(fake.url, "c client", key=CORE_KEY)
+    src = tmp_path / "in.bin"
+    src.write_bytes(bytes(range(256)) * 1000)
+    rc, out, err = run([prog, "upload", fake.url, CORE_KEY, c["id"], src])
+    assert rc == 0, err
+    status, _, body = out.decode().partition(" ")
+    assert status == "200", out
+    f = json.loads(body)
+    schema_check.validate(f, "ContainerFileResource")
+    assert f["path"] == "/mnt/data/in.bin" and f["bytes"] == 256000
+    code = ("d = open('/mnt/data/in.bin', 'rb').read()\n"
+            "n = open('/mnt/data/rev.bin', 'wb').write(d[::-1])\n"
+            "print('[reversed](sandbox:/mnt/data/rev.bin)')\n")
+    r = ours(fake.url + "/responses", req(blocks(code), tools=[dict(CI_TOOL, container=c["id"])]))
+    text, ann = message_text_and_annotations(r)
+    [a] = ann
+    assert a["container_id"] == c["id"] and a["filename"] == "rev.bin"
+    dst = tmp_path / "rev.bin"
+    rc, out, err = run([prog, "download", fake.url, CORE_KEY, c["id"], a["file_id"], dst])
+    assert rc == 0, err
+    assert out.decode().split() == ["200", "256000", "application/octet-stream"]
+    assert dst.read_bytes() == src.read_bytes()[::-1]
+    assert fake.requests()[-1]["path"] == "/v1/responses"  # nothing else went upstream

@@ -67,9 +67,9 @@ enum shim_capi_op shim_capi_route(const char *method, const char *url, struct sh
     get = !strcmp(method, "GET");
     post = !strcmp(method, "POST");
     del = !strcmp(method, "DELETE");
-    if (!p || (!get && !post && !del))
+    if (!url || (!get && !post && !del))
         return SHIM_CAPI_NONE;
-    p = strchr(p + 3, '/');
+    p = strchr(p ? p + 3 : url, '/'); /* "host/path" too: libcurl guesses the scheme */
     /* the last "/containers" segment of the path: .../v1/containers... */
     for (s = p; s && (s = strstr(s, "/containers")) != NULL; s++) {
         char after = s[11];

@@ -52,8 +52,10 @@ void shim_log_redact(char *s)
         char *p = s;
         size_t ml = strlen(markers[i]);
         while ((p = strstr(p, markers[i])) != NULL) {
-            /* "sk-" only counts at a token start, not inside "task-" */
-            if (markers[i][0] == 's' && p > s && is_token_char(p[-1])) {
+            /* "sk-" and "e2b_" only count at a token start, not inside
+             * "task-" or a name such as shim_e2b_create */
+            if ((markers[i][0] == 's' || markers[i][0] == 'e') && p > s &&
+                is_token_char(p[-1])) {
                 p += ml;
                 continue;
             }

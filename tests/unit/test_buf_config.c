@@ -88,13 +88,16 @@ static void config_defaults_and_ranges(void **state)
 
 static void redaction(void **state)
 {
-    char s[] = "Authorization: Bearer sk-proj-abc123 key=sk-live_9 task-force e2b_xyz";
+    char s[] = "Authorization: Bearer sk-proj-abc123 key=sk-live_9 task-force e2b_xyz "
+               "(shim_e2b_create), X-API-Key:e2b_k2";
     (void)state;
     shim_log_redact(s);
     assert_null(strstr(s, "abc123"));
     assert_null(strstr(s, "live_9"));
     assert_null(strstr(s, "xyz"));
+    assert_null(strstr(s, "k2"));
     assert_non_null(strstr(s, "task-force"));
+    assert_non_null(strstr(s, "shim_e2b_create"));
 }
 
 static void urls_without_credentials(void **state)

@@ -49,7 +49,8 @@ struct shim_config {
     /* The e2b backend (CODESHIM_SANDBOX=e2b), named as e2b's SDKs name
      * them. The key is a secret: never logged, traced or written. */
     char e2b_api_key[256];       /* CODESHIM_E2B_API_KEY, else E2B_API_KEY */
-    char e2b_api_url[1024];      /* E2B_API_URL: the control plane */
+    char e2b_api_url[1024];      /* E2B_API_URL: the control plane ("":
+                                    https://api.<e2b_domain>) */
     char e2b_domain[256];        /* E2B_DOMAIN: sandbox hosts
                                     https://<port>-<id>.<domain> */
     char e2b_sandbox_url[1024];  /* CODESHIM_E2B_SANDBOX_URL: one base URL

@@ -183,7 +183,9 @@ static void get_e2b(struct parse_ctx *p, struct shim_config *c)
     get_secret(p, "CODESHIM_E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
     if (!c->e2b_api_key[0])
         get_secret(p, "E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
-    get_str(p, "E2B_API_URL", "https://api.e2b.app", c->e2b_api_url, sizeof(c->e2b_api_url));
+    /* unset: "" and the control plane is https://api.<E2B_DOMAIN>, as e2b's
+     * SDKs make it (https://api.e2b.app by default) */
+    get_str(p, "E2B_API_URL", "", c->e2b_api_url, sizeof(c->e2b_api_url));
     get_str(p, "E2B_DOMAIN", "e2b.app", c->e2b_domain, sizeof(c->e2b_domain));
     get_str(p, "CODESHIM_E2B_SANDBOX_URL", "", c->e2b_sandbox_url, sizeof(c->e2b_sandbox_url));
     get_str(p, "CODESHIM_E2B_TEMPLATE", "code-interpreter-v1", c->e2b_template,

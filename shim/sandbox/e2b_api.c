@@ -31,7 +31,6 @@
 #define JUPYTER_PORT "49999"
 /* config.c's default: with another E2B_DOMAIN and no E2B_API_URL of its
  * own, the control plane is api.<domain>, as e2b's SDKs make it. */
-#define DEFAULT_API_URL "https://api.e2b.app"
 #define LINE_MAX_BYTES (16u << 20)       /* one NDJSON line (an image) */
 #define STREAM_SLACK (32u << 20)         /* beyond the output cap */
 
@@ -148,7 +147,7 @@ static int cp_call(struct shim_e2b_api *a, const char *method, const char *path,
     }
     while (n && a->cfg->e2b_api_url[n - 1] == '/')
         n--;
-    if (!strcmp(a->cfg->e2b_api_url, DEFAULT_API_URL) && strcmp(a->cfg->e2b_domain, "e2b.app"))
+    if (!n)
         snprintf(url, sizeof(url), "https://api.%s%s", a->cfg->e2b_domain, path);
     else
         snprintf(url, sizeof(url), "%.*s%s", (int)n, a->cfg->e2b_api_url, path);

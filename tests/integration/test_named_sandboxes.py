@@ -152,3 +152,33 @@ def test_check_lists_named_sandboxes(tmp_path):
     env = {"CODESHIM_CONFIG": write(tmp_path, BROKEN[0][0], "bad.yaml")}
     rc, out, _ = run([REPO / "build" / "codeshim", "--check"], env=env, preload=False)
     assert rc == 1 and "BROKEN" in out.decode() and "line 4" in out.decode()
+
+
+def test_a_request_picks_the_e2b_sandbox_of_the_file(fake, tmp_path):
+    """The file names a local default and an e2b sandbox whose key comes
+    from a named variable; the request that picks it runs on (fake) e2b with
+    that key, the others locally; the key is never in the answer or log."""
+    import fake_e2b
+    from e2b_helpers import KEY as E2B_KEY
+    e2b = fake_e2b.start(key=E2B_KEY)
+    try:
+        cfg = ("default: here\nsandboxes:\n  here: {backend: local}\n"
+               "  cloud:\n    backend: e2b\n    api_key: os.environ/MY_E2B_KEY\n"
+               "    api_url: %s\n    sandbox_url: %s\n    selectable: true\n"
+               % (e2b.api_url, e2b.sandbox_url))
+        env = {"CODESHIM_CONFIG": write(tmp_path, cfg), "MY_E2B_KEY": E2B_KEY,
+               "CODESHIM_LOG": "debug"}
+        code = "import os\nprint(os.path.isdir('/mnt/data') or 'no /mnt/data')\n"
+        rc, st, r, err = post_json(fake.url + "/responses",
+                                   req(blocks(code), metadata={"codeshim_sandbox": "cloud"}),
+                                   env=env)
+        assert (rc, st) == (0, 200), (r, err)
+        creates = [q for q in e2b.requests() if q["method"] == "POST" and
+                   q["path"] == "/sandboxes"]
+        assert len(creates) == 1 and creates[0]["headers"]["x-api-key"] == E2B_KEY
+        assert E2B_KEY not in json.dumps(r) and E2B_KEY not in err.decode()
+        e2b.clear()
+        ours(fake.url + "/responses", req(blocks(code)), env=env)  # the default: local
+        assert e2b.requests() == []
+    finally:
+        e2b.stop()

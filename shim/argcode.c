@@ -1,6 +1,8 @@
 /* argcode.c - see argcode.h. */
 #include "argcode.h"
 
+#include "text.h"
+
 #include <string.h>
 
 void shim_argcode_init(struct shim_argcode *d)
@@ -16,17 +18,6 @@ int shim_argcode_stopped(const struct shim_argcode *d)
 static int is_ws(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 static int put_utf8(struct shim_buf *out, unsigned cp)
@@ -157,7 +148,7 @@ int shim_argcode_feed(struct shim_argcode *d, const char *p, size_t n, struct sh
             }
             break;
         case SHIM_AC_HEX:
-            if ((h = hexval(c)) < 0) {
+            if ((h = shim_text_hexval(c)) < 0) {
                 d->state = SHIM_AC_STOP;
                 break;
             }

@@ -8,17 +8,6 @@
 #define PREFIX "sandbox:/mnt/data/"
 #define LABEL_MAX 512 /* how far back a markdown label may start */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Whether c ends a bare link. */
 static int ends_bare(char c)
 {
@@ -34,8 +23,8 @@ static int decode_name(const char *s, size_t n, char *out)
 
     for (i = 0; i < n; i++) {
         int c = (unsigned char)s[i];
-        if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            c = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
+        if (c == '%' && i + 2 < n && shim_text_hexval(s[i + 1]) >= 0 && shim_text_hexval(s[i + 2]) >= 0) {
+            c = shim_text_hexval(s[i + 1]) * 16 + shim_text_hexval(s[i + 2]);
             i += 2;
         }
         if (c < 0x20 || c == 0x7f || k + 1 >= SHIM_CITE_NAME_MAX)

@@ -205,23 +205,15 @@ static void update_lower(struct shim_sha256 *s, const char *p, size_t n)
     }
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    ch = lower(ch);
-    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 /* The byte at p[*i] of p[0..n), a %XX escape decoded; advances *i. */
 static char decoded_at(const char *p, size_t n, size_t *i)
 {
     size_t k = *i;
 
     *i = k + 1;
-    if (p[k] == '%' && k + 2 < n && hexval(p[k + 1]) >= 0 && hexval(p[k + 2]) >= 0) {
+    if (p[k] == '%' && k + 2 < n && shim_text_hexval(p[k + 1]) >= 0 && shim_text_hexval(p[k + 2]) >= 0) {
         *i = k + 3;
-        return (char)(hexval(p[k + 1]) * 16 + hexval(p[k + 2]));
+        return (char)(shim_text_hexval(p[k + 1]) * 16 + shim_text_hexval(p[k + 2]));
     }
     return p[k];
 }

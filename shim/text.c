@@ -129,3 +129,14 @@ int shim_text_safe_filename(const char *in, char *out, size_t outsz)
     memcpy(out, base, n + 1);
     return 0;
 }
+
+int shim_text_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

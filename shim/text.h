@@ -22,6 +22,8 @@ size_t shim_text_cut_forward(const char *s, size_t at, size_t n);
 void shim_text_sanitize_utf8(char *s, size_t n);
 /* Whether s holds only base64 characters (A-Z a-z 0-9 + / =). */
 int shim_text_is_base64(const char *s);
+/* The value of hex digit c (either case), or -1. */
+int shim_text_hexval(char c);
 /* 2n lowercase hex digits of in, then a NUL (out holds 2n + 1). */
 void shim_text_hex(const unsigned char *in, size_t n, char *out);
 

@@ -365,6 +365,18 @@ static int read_record(const char *dir, const char *fid, struct shim_cfile *f)
     return f->path[0] ? 0 : -ENOENT;
 }
 
+/* A file's record first (so it is never listed without its bytes), then
+ * its bytes. */
+static void unlink_file(const char *dir, const char *fid)
+{
+    char p[SHIM_PATH_MAX + 80];
+
+    if (file_path(dir, 'm', fid, p, sizeof(p)) == 0)
+        unlink(p);
+    if (file_path(dir, 'f', fid, p, sizeof(p)) == 0)
+        unlink(p);
+}
+
 /* The records of dir's files, oldest first; n counts them. */
 static int records(const char *dir, struct shim_cfile **out, size_t *n)
 {
@@ -492,12 +504,8 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
     }
     free(rec);
     for (i = 0; rc == 0 && i < n; i++) /* the file it replaces */
-        if (!strcmp(v[i].path, path)) {
-            if (file_path(dir, 'm', v[i].id, p, sizeof(p)) == 0)
-                unlink(p);
-            if (file_path(dir, 'f', v[i].id, p, sizeof(p)) == 0)
-                unlink(p);
-        }
+        if (!strcmp(v[i].path, path))
+            unlink_file(dir, v[i].id);
     free(v);
     if (rc == 0) {
         touch(dir, &c);
@@ -533,15 +541,12 @@ int shim_cstore_remove(const struct shim_config *cfg, const char *identity, cons
 {
     struct shim_container c;
     struct shim_cfile f;
-    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
+    char dir[SHIM_PATH_MAX];
     int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
 
     if (rc < 0 || (rc = read_record(dir, fid, &f)) < 0)
         return rc;
-    if (file_path(dir, 'm', fid, p, sizeof(p)) == 0)
-        unlink(p);
-    if (file_path(dir, 'f', fid, p, sizeof(p)) == 0)
-        unlink(p);
+    unlink_file(dir, fid);
     touch(dir, &c);
     return 0;
 }

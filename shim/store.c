@@ -113,14 +113,7 @@ static int runtime_root(const struct shim_config *cfg, char *out, size_t n)
 int shim_store_identity_dir(const struct shim_config *cfg, const char *identity,
                             char *out, size_t n)
 {
-    char root[SHIM_PATH_MAX];
-    int rc;
-
-    if ((rc = runtime_root(cfg, root, sizeof(root))) < 0)
-        return rc;
-    if ((rc = shim_store_join(out, n, root, identity)) < 0)
-        return rc;
-    return shim_store_private_dir(out);
+    return shim_store_root(cfg, identity, out, n);
 }
 
 int shim_store_read(const char *path, char *out, size_t n, int first_line)

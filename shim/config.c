@@ -200,6 +200,17 @@ static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
     }
 }
 
+/* Worker threads for intercepted multi transfers: two per online core
+ * (they mostly wait on the model), within 2..64. */
+static long long default_inflight(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (n < 1)
+        n = 1;
+    return n > 32 ? 64 : 2 * n;
+}
+
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
                        void *ctx)
 {
@@ -246,6 +257,7 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
     get_e2b(&p, c);
     get_str(&p, "CODESHIM_CONFIG", "", c->config_file, sizeof(c->config_file));
+    c->max_inflight = (int)get_num(&p, "CODESHIM_MAX_INFLIGHT", default_inflight(), 1, 1024);
 }
 
 /* codeshim's own settings, minus secrets: helpers never need the e2b key. */

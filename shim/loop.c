@@ -319,7 +319,7 @@ static int run_calls(struct run *r, struct shim_call *calls, size_t n)
     int capped = 0;
     size_t i;
 
-    for (i = 0; i < n && r->sink.rc == CURLE_OK; i++) {
+    for (i = 0; i < n && shim_sink_ok(&r->sink); i++) {
         if (r->capped || r->executed >= r->cv.max_exec) {
             skip_call(r, &calls[i]);
             capped = 1;

@@ -217,7 +217,7 @@ static CURLcode rec_begin(struct shim_sink *s, long status, long http_version,
     b.head_len = head ? head_len : 0;
     b.has_ct = content_type != NULL;
     b.ct_len = content_type ? strlen(content_type) : 0;
-    shim_buf_init(&rec, (size_t)-1);
+    shim_buf_init(&rec, (size_t)64 << 20); /* heads are capped far below */
     if (shim_buf_add(&rec, &b, sizeof(b)) < 0 || shim_buf_add(&rec, head, b.head_len) < 0 ||
         shim_buf_add(&rec, content_type, b.ct_len) < 0) {
         shim_buf_free(&rec);

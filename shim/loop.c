@@ -439,7 +439,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
         shim_log_url(v->url, url, sizeof(url));
         shim_trace_request(r.id, r.ops->name, url, shim_json_str(req, "model"), r.cv.stream);
     }
-    while (step(&r, u, up, &rep, &rc))
+    while (step(&r, u, up, &rep, &rc) && shim_sink_ok(&r.sink))
         ;
 out:
     LOG_INFO("%s request done: %d upstream calls, %d executions, result %d", r.ops->name,

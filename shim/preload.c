@@ -99,6 +99,8 @@ static CURLcode w_perform(enum shim_flavor f, CURL *h)
         shim_guard_leave();
         return rc;
     }
+    if (shim_multi_owns(h)) /* libcurl's answer for a handle in a multi */
+        return CURLE_FAILED_INIT;
     return shim_intercept_perform(api, h);
 }
 

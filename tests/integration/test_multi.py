@@ -517,3 +517,20 @@ def test_resource_hygiene_1000(tmp_path, progs):
     # the multi phase adds only the multi handle's own wake-up pair
     assert snaps["multi"]["threads"] == snaps["easy"]["threads"]
     assert snaps["multi"]["fds"] <= snaps["easy"]["fds"] + 2
+
+
+def test_inflight_bound(fake, tmp_path, progs):
+    """CODESHIM_MAX_INFLIGHT=1: four intercepted transfers in one multi
+    handle all complete, their loops one at a time: the process never has
+    more than its own thread, one worker and the sandbox's spawner."""
+    bodies = [code_req("I%d" % i, "print(%d)" % i) for i in range(4)]
+    lines, summaries, other, _ = multiprog("poll", fake.url + "/responses",
+                                           write_bodies(tmp_path, bodies),
+                                           env={"CODESHIM_MAX_INFLIGHT": "1"})
+    assert summaries == [("", {"off_thread": 0})]
+    for i in range(4):
+        assert lines[("", i)]["result"] == 0
+        check_answer(lines[("", i)]["body"], "%d\n" % i)
+        assert len(upstream_by_tag(fake, "I%d" % i)) == 2
+    peak = [o["max_threads"] for o in other if "max_threads" in o]
+    assert peak and peak[0] <= 3, peak

@@ -71,6 +71,7 @@ struct run {
     struct xfer x[MAXX];
     int n;
     int off_thread;
+    int max_threads; /* the most threads seen while polling */
     pthread_t owner;
     /* epoll mode */
     int ep;
@@ -238,6 +239,8 @@ static void print_run(struct run *r, const char *prefix)
         cJSON_Delete(o);
     }
     printf("%s{\"summary\":{\"off_thread\":%d}}\n", prefix, r->off_thread);
+    if (r->max_threads)
+        printf("%s{\"max_threads\":%d}\n", prefix, r->max_threads);
     fflush(stdout);
 }
 
@@ -260,6 +263,8 @@ static void finish(struct run *r)
 
 /* ---- perform + poll ---- */
 
+static int count_dir(const char *path);
+
 static void poll_loop(struct run *r, int (*stop)(struct run *), int watch_stdin)
 {
     int running = 1;
@@ -276,6 +281,8 @@ static void poll_loop(struct run *r, int (*stop)(struct run *), int watch_stdin)
         }
         curl_multi_perform(r->m, &running);
         reap(r);
+        if (count_dir("/proc/self/task") > r->max_threads)
+            r->max_threads = count_dir("/proc/self/task");
     }
 }
 

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Bytes of answer waiting per transfer before its worker waits. */
 #define QUEUE_CAP (1u << 20)
@@ -290,17 +291,27 @@ static void tell_socket(struct mstate *st, struct xfer *x, int what)
         st->sock_cb(x->easy, x->fd, what, st->sock_data, x->socketp);
 }
 
+/* Lets go of x's queue: stopped (the worker learns it), and dropped. An
+ * orphan's queue may be locked forever by a thread the fork did not copy:
+ * only its descriptor is closed, the rest is left alone. */
+static void release(struct xfer *x)
+{
+    if (x->q && !x->orphan) {
+        shim_sinkq_stop(x->q);
+        shim_sinkq_unref(x->q);
+    } else if (x->q && x->fd >= 0) {
+        close(x->fd);
+    }
+    x->q = NULL;
+    x->fd = -1;
+}
+
 static void finish(struct mstate *st, struct xfer *x, CURLcode rc)
 {
     if (x->reported)
         tell_socket(st, x, CURL_POLL_REMOVE);
     x->reported = 0;
-    if (x->q && !x->orphan) {
-        shim_sinkq_stop(x->q);
-        shim_sinkq_unref(x->q);
-    }
-    x->q = NULL;
-    x->fd = -1;
+    release(x);
     x->done = 1;
     x->unread = 1;
     x->seq = ++st->seq;
@@ -377,12 +388,9 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
 {
     if (x->reported && notify)
         tell_socket(st, x, CURL_POLL_REMOVE);
-    if (x->q && !x->orphan) {
-        if (!x->done)
-            LOG_INFO("intercepted transfer stopped before its end");
-        shim_sinkq_stop(x->q);
-        shim_sinkq_unref(x->q);
-    }
+    if (x->q && !x->done)
+        LOG_INFO("intercepted transfer stopped before its end");
+    release(x);
     unlink_xfer(st, x);
     shim_handle_view_free(&x->pv);
     free(x);

@@ -534,3 +534,25 @@ def test_inflight_bound(fake, tmp_path, progs):
         assert len(upstream_by_tag(fake, "I%d" % i)) == 2
     peak = [o["max_threads"] for o in other if "max_threads" in o]
     assert peak and peak[0] <= 3, peak
+
+
+def test_fork_mid_transfer(fake, tmp_path, progs):
+    """fork while intercepted transfers run: the child's copies end with
+    CURLE_SEND_ERROR (their loops stayed with the parent) instead of
+    hanging, the child then runs them again itself, and the parent's
+    complete normally."""
+    tag = "M"
+    paths = three_and_plain(tmp_path, tag)[:3]  # a plain socket would be shared too
+    lines, summaries, other, _ = multiprog("fork-mid", fake.url + "/responses", paths)
+    assert {"child_status": 0} in other
+    assert all(s == {"off_thread": 0} for _, s in summaries) and len(summaries) == 3
+    for i in range(3):
+        assert lines[("orphan", i)]["result"] == 55  # CURLE_SEND_ERROR
+        assert lines[("orphan", i)]["writes"] == 0
+        for who in ("parent", "child"):
+            assert lines[(who, i)]["result"] == 0
+    check_answer(lines[("parent", 0)]["body"], "42\n")
+    check_answer(lines[("child", 0)]["body"], "42\n")
+    check_stream(lines[("child", 2)]["body"], "3\n")
+    for i in range(3):
+        assert len(upstream_by_tag(fake, tag + str(i))) == 4

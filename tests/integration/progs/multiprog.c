@@ -31,6 +31,9 @@
  *              every BODYFILE (poll mode)
  *   fork       poll mode once, then fork; the child does it again and
  *              prints its own lines (prefixed "child "), the parent waits
+ *   fork-mid   fork while the transfers run: the child drives its copy
+ *              of the multi handle to the end (lines "orphan "), then
+ *              runs everything again ("child "); the parent ("parent ")
  *   exit       poll mode with stdin as an extra fd: exits (exit(0))
  *              in the middle of the transfers when a line arrives
  *   hygiene    --n N: N easy transfers of the first body (the 6th of
@@ -648,6 +651,38 @@ static const char *hygiene_body(int k)
     return g_nbodies > 1 && k % 250 == 5 ? g_bodies[1] : g_bodies[0];
 }
 
+/* fork while the transfers run: the child's copies of them end with an
+ * error (their loops stayed with the parent), then the child runs them
+ * all again; the parent's complete as if nothing happened. */
+static int mode_fork_mid(void)
+{
+    struct run r, c;
+    pid_t pid;
+    int st = 0, running;
+
+    memset(&r, 0, sizeof(r));
+    start(&r);
+    curl_multi_perform(r.m, &running);
+    pid = fork();
+    if (pid == 0) {
+        r.owner = pthread_self();
+        poll_loop(&r, stop_all, 0);
+        print_run(&r, "orphan ");
+        memset(&c, 0, sizeof(c));
+        start(&c);
+        poll_loop(&c, stop_all, 0);
+        print_run(&c, "child ");
+        fflush(stdout);
+        _exit(0);
+    }
+    poll_loop(&r, stop_all, 0);
+    waitpid(pid, &st, 0);
+    print_run(&r, "parent ");
+    finish(&r);
+    printf("{\"child_status\":%d}\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+    return 0;
+}
+
 static CURLcode easy_once(struct run *r, int k)
 {
     CURLcode rc;
@@ -765,6 +800,8 @@ int main(int argc, char **argv)
         return mode_threads(n);
     } else if (!strcmp(mode, "fork")) {
         return mode_fork();
+    } else if (!strcmp(mode, "fork-mid")) {
+        return mode_fork_mid();
     } else if (!strcmp(mode, "hygiene")) {
         return mode_hygiene(n);
     } else {

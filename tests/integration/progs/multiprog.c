@@ -273,6 +273,7 @@ static void poll_loop(struct run *r, int (*stop)(struct run *), int watch_stdin)
     int running = 1;
 
     curl_multi_perform(r->m, &running);
+    reap(r);
     while (!stop(r)) {
         struct curl_waitfd in = {0, CURL_WAIT_POLLIN, 0};
         if (curl_multi_poll(r->m, watch_stdin ? &in : NULL, watch_stdin ? 1 : 0, 10000, NULL))

@@ -66,6 +66,9 @@ struct shim_config {
                                       expiry of a request's container */
     /* CODESHIM_CONFIG: a YAML file of named sandbox configurations */
     char config_file[SHIM_PATH_MAX];
+    /* CODESHIM_MAX_INFLIGHT: intercepted multi-interface transfers whose
+     * loops run at once (worker threads); default 2 x online cores */
+    int max_inflight;
 };
 
 /* The CODESHIM_* entries of this process's environment ("NAME=value"

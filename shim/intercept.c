@@ -91,55 +91,202 @@ static CURLcode real_perform(const struct shim_curl_api *api, CURL *h)
     return rc;
 }
 
-CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
+enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_AMBIGUOUS, ACT_UNSUPPORTED, ACT_CONTAINERS };
+
+struct shim_intercept_job {
+    enum action act;
+    CURL *h;                  /* the program's handle */
+    CURL *own;                /* detached: the private duplicate */
+    const struct shim_curl_api *api; /* detached: whose functions free it */
+    struct shim_handle_view v;
+    enum shim_api kind;
+    cJSON *req;
+    struct shim_json_flaw flaw;
+    struct shim_capi_route route; /* ACT_CONTAINERS */
+    const char *param, *why;
+    char *body;               /* detached: the copy v.body points to */
+    struct curl_slist *headers; /* detached: the copy v.headers is */
+    double t0;
+};
+
+void shim_intercept_job_free(struct shim_intercept_job *j)
+{
+    if (!j)
+        return;
+    cJSON_Delete(j->req);
+    shim_handle_view_free(&j->v);
+    if (j->api) {
+        shim_guard_enter();
+        if (j->own)
+            j->api->easy_cleanup(j->own);
+        if (j->headers)
+            j->api->slist_free_all(j->headers);
+        shim_guard_leave();
+    }
+    free(j->body);
+    free(j);
+}
+
+int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
 {
     const struct shim_config *cfg = shim_config();
-    struct shim_handle_view v;
-    struct shim_capi_route route;
-    struct shim_json_flaw flaw;
+    struct shim_intercept_job *j;
     enum shim_api kind;
-    const char *param, *why;
-    cJSON *req;
-    CURLcode rc;
     int err;
-    double t0;
 
     /* the pass-through costs this one look, nothing copied; offline and
-     * replay modes look closer (refuse() below) */
+     * replay modes look closer (ACT_REFUSE) */
     kind = shim_handles_begin(h, cfg->max_request);
-    if (cfg->disabled || (kind == SHIM_API_NONE && !cfg->offline && !cfg->replay_dir[0]) ||
-        shim_handles_view(h, &v) < 0)
-        return real_perform(api, h);
-    t0 = shim_clock_s();
+    if (cfg->disabled || (kind == SHIM_API_NONE && !cfg->offline && !cfg->replay_dir[0]))
+        return 0;
+    j = calloc(1, sizeof(*j));
+    if (!j)
+        return 0; /* nothing recorded can be read either: libcurl's */
+    j->h = h;
+    j->t0 = t0 < 0 ? shim_clock_s() : t0;
+    if (shim_handles_view(h, &j->v) < 0) {
+        free(j);
+        return 0;
+    }
+    j->kind = kind;
     if (kind == SHIM_API_CONTAINERS) { /* codeshim's own containers, or the upstream's */
-        if (shim_containers_match(&v, &route) != SHIM_CAPI_NONE) {
-            rc = shim_containers_serve(api, h, &v, &route, t0);
-            shim_handle_view_free(&v);
-            return rc;
+        if (shim_containers_match(&j->v, &j->route) != SHIM_CAPI_NONE) {
+            j->act = ACT_CONTAINERS;
+            *out = j;
+            return 1;
         }
-        kind = SHIM_API_NONE;
+        j->kind = SHIM_API_NONE;
     }
-    req = NULL;
-    err = kind != SHIM_API_NONE ? shim_json_read(v.body, v.body_len, &req, &flaw) : -EINVAL;
+    err = j->kind != SHIM_API_NONE ? shim_json_read(j->v.body, j->v.body_len, &j->req, &j->flaw)
+                                   : -EINVAL;
     if (err == -EEXIST || err == -ENOMEM) {
-        rc = err == -EEXIST ? reject_ambiguous(h, &v, t0, &flaw)
-                            : fail_oom(h, &v, t0);
-        shim_handle_view_free(&v);
-        return rc;
+        j->act = err == -EEXIST ? ACT_AMBIGUOUS : ACT_OOM;
+    } else if (!j->req || !shim_classify_body(j->req)) {
+        if (!((cfg->offline || cfg->replay_dir[0]) &&
+              shim_classify_url(j->v.url) != SHIM_API_NONE)) {
+            shim_intercept_job_free(j);
+            return 0;
+        }
+        j->act = ACT_REFUSE;
+    } else if ((j->param = shim_classify_unsupported(j->req, j->kind, &j->why))) {
+        j->act = ACT_UNSUPPORTED;
+    } else {
+        j->act = ACT_LOOP;
     }
-    if (!req || !shim_classify_body(req)) {
-        cJSON_Delete(req);
-        rc = (cfg->offline || cfg->replay_dir[0]) && shim_classify_url(v.url) != SHIM_API_NONE
-                 ? refuse(h, &v, t0)
-                 : real_perform(api, h);
-        shim_handle_view_free(&v);
-        return rc;
+    *out = j;
+    return 1;
+}
+
+static struct curl_slist *copy_list(const struct shim_curl_api *api,
+                                    const struct curl_slist *l, int *oom)
+{
+    struct curl_slist *out = NULL, *t;
+
+    for (; l; l = l->next) {
+        t = api->slist_append(out, l->data);
+        if (!t) {
+            api->slist_free_all(out);
+            *oom = 1;
+            return NULL;
+        }
+        out = t;
     }
-    if ((param = shim_classify_unsupported(req, kind, &why)))
-        rc = reject(h, &v, t0, why, param, "unsupported_value");
-    else
-        rc = shim_loop_run(api, h, &v, kind, req, t0);
-    cJSON_Delete(req);
-    shim_handle_view_free(&v);
+    return out;
+}
+
+/* The duplicate the model calls inherit from: nothing in it points into
+ * the program's memory that codeshim knows of (body, header list, error
+ * buffer) and it shares nothing with the program's other transfers. A
+ * COPYPOSTFIELDS without size cannot be duplicated by libcurl 7.88 (see
+ * upstream.c): for that moment the body is a plain pointer to codeshim's
+ * record of it, set back as the program set it right after. */
+static CURL *dup_detached(const struct shim_curl_api *api, struct shim_intercept_job *j)
+{
+    CURL *d;
+
+    if (j->v.body_copied_unsized) {
+        if (api->easy_setopt(j->h, CURLOPT_POSTFIELDS, j->v.body) != CURLE_OK)
+            return NULL;
+        d = api->easy_duphandle(j->h);
+        if (api->easy_setopt(j->h, CURLOPT_COPYPOSTFIELDS, j->v.body) != CURLE_OK)
+            api->easy_setopt(j->h, CURLOPT_POSTFIELDS, "");
+    } else {
+        d = api->easy_duphandle(j->h);
+    }
+    if (!d)
+        return NULL;
+    api->easy_setopt(d, CURLOPT_SHARE, (CURLSH *)NULL);
+    api->easy_setopt(d, CURLOPT_ERRORBUFFER, (char *)NULL);
+    api->easy_setopt(d, CURLOPT_HTTPHEADER, j->headers);
+    if (j->body) { /* else the program's own body stays (a MIME post: upload.c) */
+        api->easy_setopt(d, CURLOPT_POSTFIELDS, j->body);
+        api->easy_setopt(d, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->v.body_len);
+    }
+    api->easy_setopt(d, CURLOPT_VERBOSE, 0L);
+    api->easy_setopt(d, CURLOPT_NOPROGRESS, 1L);
+    return d;
+}
+
+int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j)
+{
+    int oom = 0;
+
+    j->api = api;
+    if (j->v.body) {
+        j->body = malloc(j->v.body_len + 1);
+        if (!j->body)
+            return -ENOMEM;
+        memcpy(j->body, j->v.body, j->v.body_len);
+        j->body[j->v.body_len] = '\0';
+    }
+    shim_guard_enter();
+    j->headers = copy_list(api, j->v.headers, &oom);
+    j->own = oom ? NULL : dup_detached(api, j);
+    shim_guard_leave();
+    if (oom)
+        return -ENOMEM;
+    if (!j->own)
+        return -ENOTSUP;
+    j->v.body = j->body;
+    j->v.headers = j->headers;
+    j->v.body_copied_unsized = 0; /* a sized POSTFIELDS on the duplicate */
+    j->v.write_cb = NULL;
+    j->v.write_data = NULL;
+    j->v.header_cb = NULL;
+    j->v.header_data = NULL;
+    j->v.errorbuffer = NULL;
+    return 0;
+}
+
+CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j)
+{
+    CURL *h = j->own ? j->own : j->h;
+
+    switch (j->act) {
+    case ACT_REFUSE:
+        return refuse(h, &j->v, j->t0);
+    case ACT_OOM:
+        return fail_oom(h, &j->v, j->t0);
+    case ACT_AMBIGUOUS:
+        return reject_ambiguous(h, &j->v, j->t0, &j->flaw);
+    case ACT_UNSUPPORTED:
+        return reject(h, &j->v, j->t0, j->why, j->param, "unsupported_value");
+    case ACT_CONTAINERS:
+        return shim_containers_serve(api, h, &j->v, &j->route, j->t0);
+    case ACT_LOOP:
+    default:
+        return shim_loop_run(api, h, &j->v, j->kind, j->req, j->t0);
+    }
+}
+
+CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
+{
+    struct shim_intercept_job *j;
+    CURLcode rc;
+
+    if (!shim_intercept_decide(h, -1, &j))
+        return real_perform(api, h);
+    rc = shim_intercept_answer(api, j);
+    shim_intercept_job_free(j);
     return rc;
 }

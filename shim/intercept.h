@@ -1,10 +1,34 @@
 /* intercept.h - what happens when the program calls curl_easy_perform.
- * Decides ours or real (classify), and runs the loop for ours. */
+ * Decides ours or real (classify), and runs the loop for ours.
+ *
+ * The multi interface uses the two halves apart: the decision on the
+ * program's thread when a handle is added, the answer on a worker. */
 #ifndef SHIM_INTERCEPT_H
 #define SHIM_INTERCEPT_H
 
+#include "handles.h"
 #include "real.h"
 
 CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h);
+
+struct shim_intercept_job;
+
+/* The program's thread, at the start of h's transfer (t0: when it
+ * began, or < 0: now, read only once the transfer is known to be ours):
+ * 1 when codeshim answers it, *out holding what that takes
+ * (shim_intercept_job_free); 0 when it is not ours and goes to libcurl. */
+int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out);
+/* The program's thread: makes j independent of the program's memory and
+ * handle, so a worker may answer it while the program goes on. The body
+ * and header list are copied, the model calls will use a private
+ * duplicate of h (its CURLOPT_SHARE dropped: a share without lock
+ * callbacks must not be used from two threads), and the view keeps no
+ * callbacks or error buffer (queued delivery needs none). 0, -ENOMEM, or
+ * -ENOTSUP when libcurl cannot duplicate h. */
+int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j);
+/* Answers j through sinks made on the calling thread: the loop, or
+ * codeshim's own refusal. Returns the transfer's CURLcode. */
+CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j);
+void shim_intercept_job_free(struct shim_intercept_job *j);
 
 #endif

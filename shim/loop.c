@@ -451,7 +451,7 @@ static int run_calls(struct run *r, struct shim_call *calls, size_t n)
     int capped = 0;
     size_t i;
 
-    for (i = 0; i < n && r->sink.rc == CURLE_OK; i++) {
+    for (i = 0; i < n && shim_sink_ok(&r->sink); i++) {
         if (r->capped || r->executed >= r->cv.max_exec) {
             skip_call(r, &calls[i]);
             capped = 1;
@@ -635,7 +635,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
         shim_log_url(v->url, url, sizeof(url));
         shim_trace_request(r.id, r.ops->name, url, shim_json_str(req, "model"), r.cv.stream);
     }
-    while (step(&r, u, up, &rep, &rc))
+    while (step(&r, u, up, &rep, &rc) && shim_sink_ok(&r.sink))
         ;
 out:
     LOG_INFO("%s request done: %d upstream calls, %d executions, result %d", r.ops->name,

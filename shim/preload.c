@@ -7,6 +7,11 @@
  * functions. The OpenSSL variant is the default version, which is also
  * what unversioned callers get. Wrappers only dispatch: real or ours.
  *
+ * The curl_multi_* wrappers send everything to multi.c, which keeps the
+ * transfers codeshim answers out of the real multi handle; libcurl's own
+ * calls to them (inside curl_easy_perform, with the guard up) and a
+ * disabled codeshim go straight to libcurl.
+ *
  * dlopen is wrapped to clear RTLD_DEEPBIND (PHP loads its curl extension
  * with it, which would hide our wrappers); it ends in a tail call so glibc
  * still sees the program as the caller (RUNPATH, $ORIGIN). */
@@ -14,10 +19,12 @@
 #include "guard.h"
 #include "handles.h"
 #include "intercept.h"
+#include "multi.h"
 #include "real.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <string.h>
 
 #undef curl_easy_setopt
 #undef curl_easy_getinfo
@@ -92,6 +99,8 @@ static CURLcode w_perform(enum shim_flavor f, CURL *h)
         shim_guard_leave();
         return rc;
     }
+    if (shim_multi_owns(h)) /* libcurl's answer for a handle in a multi */
+        return CURLE_FAILED_INIT;
     return shim_intercept_perform(api, h);
 }
 
@@ -115,8 +124,12 @@ static void w_cleanup(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
 
-    if (!disabled())
+    if (!disabled() && !shim_guard_active()) {
+        shim_multi_forget_easy(h); /* libcurl removes it from its multi too */
         shim_handles_forget(h);
+    } else if (!disabled()) {
+        shim_handles_forget(h);
+    }
     if (!api)
         return;
     shim_guard_enter();
@@ -151,6 +164,289 @@ static CURL *w_duphandle(enum shim_flavor f, CURL *h)
         shim_handles_dup(h, d);
     return d;
 }
+
+/* ---- multi ---- */
+
+/* A multi wrapper goes straight to libcurl when libcurl itself calls, or
+ * codeshim is disabled; else to multi.c. */
+static int direct(void)
+{
+    return shim_guard_active() || disabled();
+}
+
+#define STRAIGHT(call)                                                         \
+    do {                                                                       \
+        shim_guard_enter();                                                    \
+        rc = (call);                                                           \
+        shim_guard_leave();                                                    \
+        return rc;                                                             \
+    } while (0)
+
+static CURLMcode w_madd(enum shim_flavor f, CURLM *m, CURL *e)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_add_handle)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_add_handle(m, e));
+    return shim_multi_add(api, m, e);
+}
+
+static CURLMcode w_mremove(enum shim_flavor f, CURLM *m, CURL *e)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_remove_handle)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_remove_handle(m, e));
+    return shim_multi_remove(api, m, e);
+}
+
+static CURLMcode w_mperform(enum shim_flavor f, CURLM *m, int *running)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_perform)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_perform(m, running));
+    return shim_multi_perform(api, m, running);
+}
+
+static CURLMcode w_msocket(enum shim_flavor f, CURLM *m, curl_socket_t s, int ev, int *running)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_socket_action)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_socket_action(m, s, ev, running));
+    return shim_multi_socket_action(api, m, s, ev, running);
+}
+
+static CURLMcode w_msocket_all(enum shim_flavor f, CURLM *m, int *running)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_socket_all)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_socket_all(m, running));
+    return shim_multi_socket_all(api, m, running);
+}
+
+static CURLMcode w_mwait(enum shim_flavor f, CURLM *m, struct curl_waitfd *x, unsigned int n,
+                         int ms, int *ret, int poll)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode (*fn)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
+    CURLMcode rc;
+
+    if (!api)
+        return CURLM_INTERNAL_ERROR;
+    fn = poll ? api->multi_poll : api->multi_wait;
+    if (!fn)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(fn(m, x, n, ms, ret));
+    return shim_multi_wait(api, m, x, n, ms, ret, poll);
+}
+
+static CURLMcode w_mfdset(enum shim_flavor f, CURLM *m, fd_set *r, fd_set *w, fd_set *x,
+                          int *max_fd)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_fdset)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_fdset(m, r, w, x, max_fd));
+    return shim_multi_fdset(api, m, r, w, x, max_fd);
+}
+
+static CURLMcode w_mtimeout(enum shim_flavor f, CURLM *m, long *ms)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_timeout)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_timeout(m, ms));
+    return shim_multi_timeout(api, m, ms);
+}
+
+static CURLMsg *w_minfo(enum shim_flavor f, CURLM *m, int *left)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMsg *rc;
+
+    if (!api || !api->multi_info_read) {
+        if (left)
+            *left = 0;
+        return NULL;
+    }
+    if (direct())
+        STRAIGHT(api->multi_info_read(m, left));
+    return shim_multi_info_read(api, m, left);
+}
+
+/* Re-packs the one variadic argument by the option's type, as
+ * curl_multi_setopt reads it. */
+static CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_list ap)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    union shim_optval v;
+    CURLMcode rc;
+
+    if (!api || !api->multi_setopt)
+        return CURLM_INTERNAL_ERROR;
+    memset(&v, 0, sizeof(v));
+    if (o < CURLOPTTYPE_OBJECTPOINT)
+        v.l = va_arg(ap, long);
+    else if (o < CURLOPTTYPE_FUNCTIONPOINT)
+        v.p = va_arg(ap, void *);
+    else if (o < CURLOPTTYPE_OFF_T)
+        v.fn = va_arg(ap, void (*)(void));
+    else
+        v.off = va_arg(ap, curl_off_t);
+    if (!direct())
+        return shim_multi_setopt(api, m, o, v);
+    if (o < CURLOPTTYPE_OBJECTPOINT)
+        STRAIGHT(api->multi_setopt(m, o, v.l));
+    else if (o < CURLOPTTYPE_FUNCTIONPOINT)
+        STRAIGHT(api->multi_setopt(m, o, v.p));
+    else if (o < CURLOPTTYPE_OFF_T)
+        STRAIGHT(api->multi_setopt(m, o, v.fn));
+    STRAIGHT(api->multi_setopt(m, o, v.off));
+}
+
+static CURLMcode w_massign(enum shim_flavor f, CURLM *m, curl_socket_t s, void *p)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_assign)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_assign(m, s, p));
+    return shim_multi_assign(api, m, s, p);
+}
+
+static CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLMcode rc;
+
+    if (!api || !api->multi_cleanup)
+        return CURLM_INTERNAL_ERROR;
+    if (direct())
+        STRAIGHT(api->multi_cleanup(m));
+    return shim_multi_cleanup(api, m);
+}
+
+#define MULTI_WRAPPERS(tag, F, VER)                                            \
+    EXPORT __attribute__((symver("curl_multi_add_handle" VER))) CURLMcode      \
+        tag##_madd(CURLM *m, CURL *e)                                          \
+    {                                                                          \
+        return w_madd(F, m, e);                                                \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_remove_handle" VER))) CURLMcode   \
+        tag##_mremove(CURLM *m, CURL *e)                                       \
+    {                                                                          \
+        return w_mremove(F, m, e);                                             \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_perform" VER))) CURLMcode         \
+        tag##_mperform(CURLM *m, int *r)                                       \
+    {                                                                          \
+        return w_mperform(F, m, r);                                            \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_socket_action" VER))) CURLMcode   \
+        tag##_msocket_action(CURLM *m, curl_socket_t s, int ev, int *r)        \
+    {                                                                          \
+        return w_msocket(F, m, s, ev, r);                                      \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_socket" VER))) CURLMcode          \
+        tag##_msocket(CURLM *m, curl_socket_t s, int *r)                       \
+    {                                                                          \
+        return w_msocket(F, m, s, 0, r);                                       \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_socket_all" VER))) CURLMcode      \
+        tag##_msocket_all(CURLM *m, int *r)                                    \
+    {                                                                          \
+        return w_msocket_all(F, m, r);                                         \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_wait" VER))) CURLMcode            \
+        tag##_mwait(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
+                    int *ret)                                                  \
+    {                                                                          \
+        return w_mwait(F, m, x, n, ms, ret, 0);                                \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_poll" VER))) CURLMcode            \
+        tag##_mpoll(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
+                    int *ret)                                                  \
+    {                                                                          \
+        return w_mwait(F, m, x, n, ms, ret, 1);                                \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_fdset" VER))) CURLMcode           \
+        tag##_mfdset(CURLM *m, fd_set *r, fd_set *w, fd_set *x, int *mx)       \
+    {                                                                          \
+        return w_mfdset(F, m, r, w, x, mx);                                    \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_timeout" VER))) CURLMcode         \
+        tag##_mtimeout(CURLM *m, long *ms)                                     \
+    {                                                                          \
+        return w_mtimeout(F, m, ms);                                           \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_info_read" VER))) CURLMsg *       \
+        tag##_minfo(CURLM *m, int *left)                                       \
+    {                                                                          \
+        return w_minfo(F, m, left);                                            \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_setopt" VER))) CURLMcode          \
+        tag##_msetopt(CURLM *m, CURLMoption o, ...)                            \
+    {                                                                          \
+        va_list ap;                                                            \
+        CURLMcode rc;                                                          \
+        va_start(ap, o);                                                       \
+        rc = w_msetopt(F, m, o, ap);                                           \
+        va_end(ap);                                                            \
+        return rc;                                                             \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_assign" VER))) CURLMcode          \
+        tag##_massign(CURLM *m, curl_socket_t s, void *p)                      \
+    {                                                                          \
+        return w_massign(F, m, s, p);                                          \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_multi_cleanup" VER))) CURLMcode         \
+        tag##_mcleanup(CURLM *m)                                               \
+    {                                                                          \
+        return w_mcleanup(F, m);                                               \
+    }
+
+#define MULTI_PROTOS(tag)                                                      \
+    CURLMcode tag##_madd(CURLM *, CURL *);                                     \
+    CURLMcode tag##_mremove(CURLM *, CURL *);                                  \
+    CURLMcode tag##_mperform(CURLM *, int *);                                  \
+    CURLMcode tag##_msocket_action(CURLM *, curl_socket_t, int, int *);        \
+    CURLMcode tag##_msocket(CURLM *, curl_socket_t, int *);                    \
+    CURLMcode tag##_msocket_all(CURLM *, int *);                               \
+    CURLMcode tag##_mwait(CURLM *, struct curl_waitfd *, unsigned int, int, int *); \
+    CURLMcode tag##_mpoll(CURLM *, struct curl_waitfd *, unsigned int, int, int *); \
+    CURLMcode tag##_mfdset(CURLM *, fd_set *, fd_set *, fd_set *, int *);      \
+    CURLMcode tag##_mtimeout(CURLM *, long *);                                 \
+    CURLMsg *tag##_minfo(CURLM *, int *);                                      \
+    CURLMcode tag##_msetopt(CURLM *, CURLMoption, ...);                        \
+    CURLMcode tag##_massign(CURLM *, curl_socket_t, void *);                   \
+    CURLMcode tag##_mcleanup(CURLM *);
 
 #define WRAPPERS(tag, F, VER)                                                  \
     EXPORT __attribute__((symver("curl_easy_init" VER))) CURL *tag##_init(void) \
@@ -214,6 +510,12 @@ PROTOS(shim_nss)
 WRAPPERS(shim_openssl, SHIM_FLAVOR_OPENSSL, "@@CURL_OPENSSL_4")
 WRAPPERS(shim_gnutls, SHIM_FLAVOR_GNUTLS, "@CURL_GNUTLS_3")
 WRAPPERS(shim_nss, SHIM_FLAVOR_NSS, "@CURL_NSS_3")
+MULTI_PROTOS(shim_openssl)
+MULTI_PROTOS(shim_gnutls)
+MULTI_PROTOS(shim_nss)
+MULTI_WRAPPERS(shim_openssl, SHIM_FLAVOR_OPENSSL, "@@CURL_OPENSSL_4")
+MULTI_WRAPPERS(shim_gnutls, SHIM_FLAVOR_GNUTLS, "@CURL_GNUTLS_3")
+MULTI_WRAPPERS(shim_nss, SHIM_FLAVOR_NSS, "@CURL_NSS_3")
 
 EXPORT void *dlopen(const char *file, int flags)
 {

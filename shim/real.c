@@ -98,6 +98,27 @@ static void *lookup(enum shim_flavor f, const char *name)
         }                                                                      \
     } while (0)
 
+/* Optional: a program that calls one of these linked it, so it exists
+ * wherever it matters; NULL elsewhere (the wrapper then fails cleanly). */
+#define BIND_OPT(field, name) (*(void **)&a->field = lookup(f, name))
+
+static void bind_multi(enum shim_flavor f, struct shim_curl_api *a)
+{
+    BIND_OPT(multi_add_handle, "curl_multi_add_handle");
+    BIND_OPT(multi_remove_handle, "curl_multi_remove_handle");
+    BIND_OPT(multi_perform, "curl_multi_perform");
+    BIND_OPT(multi_socket_action, "curl_multi_socket_action");
+    BIND_OPT(multi_socket_all, "curl_multi_socket_all");
+    BIND_OPT(multi_wait, "curl_multi_wait");
+    BIND_OPT(multi_poll, "curl_multi_poll");
+    BIND_OPT(multi_fdset, "curl_multi_fdset");
+    BIND_OPT(multi_timeout, "curl_multi_timeout");
+    BIND_OPT(multi_info_read, "curl_multi_info_read");
+    BIND_OPT(multi_setopt, "curl_multi_setopt");
+    BIND_OPT(multi_assign, "curl_multi_assign");
+    BIND_OPT(multi_cleanup, "curl_multi_cleanup");
+}
+
 static void bind_flavor(enum shim_flavor f)
 {
     struct shim_curl_api *a = &apis[f];
@@ -113,6 +134,7 @@ static void bind_flavor(enum shim_flavor f)
     BIND(easy_duphandle, "curl_easy_duphandle");
     BIND(slist_append, "curl_slist_append");
     BIND(slist_free_all, "curl_slist_free_all");
+    bind_multi(f, a);
     bound_ok[f] = 1;
     __atomic_store_n(&ready[f], a, __ATOMIC_RELEASE);
 out:

@@ -31,6 +31,21 @@ struct shim_curl_api {
     CURL *(*easy_duphandle)(CURL *);
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
+    /* The multi interface (multi.h). Bound when present: a libcurl
+     * without one of them leaves it NULL and the easy API still works. */
+    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_perform)(CURLM *, int *);
+    CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
+    CURLMcode (*multi_socket_all)(CURLM *, int *);
+    CURLMcode (*multi_wait)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
+    CURLMcode (*multi_fdset)(CURLM *, fd_set *, fd_set *, fd_set *, int *);
+    CURLMcode (*multi_timeout)(CURLM *, long *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *);
+    CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
+    CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
+    CURLMcode (*multi_cleanup)(CURLM *);
 };
 
 /* The real API of flavour f, bound on first use; NULL (and one error log)

@@ -204,6 +204,17 @@ static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
     }
 }
 
+/* Worker threads for intercepted multi transfers: two per online core
+ * (they mostly wait on the model), within 2..64. */
+static long long default_inflight(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (n < 1)
+        n = 1;
+    return n > 32 ? 64 : 2 * n;
+}
+
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
                        void *ctx)
 {
@@ -253,4 +264,5 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->files_disk = get_size(&p, "CODESHIM_FILES_DISK", 1ULL << 30, 1ULL << 20, 1ULL << 40);
     c->container_minutes = (int)get_num(&p, "CODESHIM_CONTAINER_MINUTES", 20, 1, 7 * 1440);
     get_str(&p, "CODESHIM_CONFIG", "", c->config_file, sizeof(c->config_file));
+    c->max_inflight = (int)get_num(&p, "CODESHIM_MAX_INFLIGHT", default_inflight(), 1, 1024);
 }

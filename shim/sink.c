@@ -1,12 +1,33 @@
-/* sink.c - see sink.h. */
+/* sink.c - see sink.h. Delivery to the program's callbacks, directly or
+ * recorded into a queue (sinkq.h) and replayed on the program's thread. */
 #include "sink.h"
 
 #include "clock.h"
 #include "log.h"
+#include "sinkq.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+/* The queue this thread's new sinks record into (queued mode). */
+static __thread struct shim_sinkq *tls_queue;
+
+enum rec_kind { REC_BEGIN = 1, REC_BODY, REC_FAIL, REC_END };
+
+struct rec_begin {
+    long status, http_version;
+    long long body_len;
+    size_t head_len, ct_len; /* head bytes, then content type bytes */
+    int has_ct;
+};
+
+/* Largest body record: the reader replays it in CURL_MAX_WRITE_SIZE
+ * writes; the queue's cap bounds how many wait. */
+#define REC_BODY_MAX (64 * 1024)
+#define QUEUE_STOPPED "codeshim: the program stopped this transfer"
 
 static const char *reason(long status)
 {
@@ -83,11 +104,49 @@ void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view 
                     double t0)
 {
     memset(s, 0, sizeof(*s));
+    s->q = tls_queue;
     s->h = h;
     s->v = v;
     s->t0 = t0;
-    if (v->errorbuffer) /* libcurl empties it at the start of every transfer */
+    /* libcurl empties it at the start of every transfer; a queued sink
+     * never touches the program's memory (its replay sink does this) */
+    if (!s->q && v->errorbuffer)
         v->errorbuffer[0] = '\0';
+}
+
+void shim_sink_queue_into(struct shim_sinkq *q)
+{
+    tls_queue = q;
+}
+
+/* A queued sink whose reader stopped fails without recording more. */
+static CURLcode rec_failed(struct shim_sink *s, int err)
+{
+    if (s->rc == CURLE_OK) {
+        s->rc = err == -ENOMEM ? CURLE_OUT_OF_MEMORY : CURLE_ABORTED_BY_CALLBACK;
+        snprintf(s->message, sizeof(s->message), "%s",
+                 err == -ENOMEM ? "codeshim: out of memory" : QUEUE_STOPPED);
+    }
+    return s->rc;
+}
+
+static CURLcode rec_push(struct shim_sink *s, int kind, const void *a, size_t an,
+                         const void *b, size_t bn)
+{
+    int err = shim_sinkq_push(s->q, kind, a, an, b, bn);
+    return err ? rec_failed(s, err) : CURLE_OK;
+}
+
+int shim_sink_ok(struct shim_sink *s)
+{
+    if (s->rc == CURLE_OK && s->q && shim_sinkq_stopped(s->q))
+        rec_failed(s, -ECANCELED);
+    return s->rc == CURLE_OK;
+}
+
+void shim_sink_queue_end(struct shim_sinkq *q, CURLcode rc)
+{
+    shim_sinkq_end(q, (int)rc);
 }
 
 static void set_error(struct shim_sink *s, const char *msg)
@@ -101,6 +160,11 @@ CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message)
     if (s->rc == CURLE_OK) {
         s->rc = rc;
         snprintf(s->message, sizeof(s->message), "%s", message);
+        if (s->q) {
+            int code = (int)rc;
+            shim_sinkq_push(s->q, REC_FAIL, &code, sizeof(code), message, strlen(message));
+            return s->rc;
+        }
         set_error(s, message);
         LOG_INFO("transfer failed: %s", message);
     }
@@ -136,6 +200,36 @@ static void publish(struct shim_sink *s)
     shim_handles_set_answer(s->h, &s->info);
 }
 
+static CURLcode rec_begin(struct shim_sink *s, long status, long http_version,
+                          const char *head, size_t head_len, const char *content_type,
+                          long long body_len)
+{
+    struct rec_begin b;
+    struct shim_buf rec;
+    CURLcode rc;
+
+    if (s->rc != CURLE_OK)
+        return s->rc;
+    memset(&b, 0, sizeof(b));
+    b.status = status;
+    b.http_version = http_version;
+    b.body_len = body_len;
+    b.head_len = head ? head_len : 0;
+    b.has_ct = content_type != NULL;
+    b.ct_len = content_type ? strlen(content_type) : 0;
+    shim_buf_init(&rec, (size_t)64 << 20); /* heads are capped far below */
+    if (shim_buf_add(&rec, &b, sizeof(b)) < 0 || shim_buf_add(&rec, head, b.head_len) < 0 ||
+        shim_buf_add(&rec, content_type, b.ct_len) < 0) {
+        shim_buf_free(&rec);
+        return rec_failed(s, -ENOMEM);
+    }
+    s->info.response_code = status;
+    s->info.http_version = http_version ? http_version : CURL_HTTP_VERSION_1_1;
+    rc = rec_push(s, REC_BEGIN, rec.data, rec.len, NULL, 0);
+    shim_buf_free(&rec);
+    return rc;
+}
+
 CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
                          const char *upstream_head, size_t head_len,
                          const char *content_type, long long body_len)
@@ -144,6 +238,9 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     struct shim_buf block;
     const char *p, *end;
 
+    if (s->q)
+        return rec_begin(s, status, http_version, upstream_head, head_len, content_type,
+                         body_len);
     shim_buf_init(&block, 1 << 20);
     if (shim_sink_head(&block, status, http_version, upstream_head, head_len,
                           content_type, body_len) < 0) {
@@ -177,8 +274,23 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     return s->rc;
 }
 
+static CURLcode rec_body(struct shim_sink *s, const char *p, size_t n)
+{
+    while (n && shim_sink_ok(s)) {
+        size_t chunk = n > REC_BODY_MAX ? REC_BODY_MAX : n;
+        if (rec_push(s, REC_BODY, p, chunk, NULL, 0) != CURLE_OK)
+            break;
+        s->info.size_download += (curl_off_t)chunk;
+        p += chunk;
+        n -= chunk;
+    }
+    return s->rc;
+}
+
 CURLcode shim_sink_body(struct shim_sink *s, const char *p, size_t n)
 {
+    if (s->q)
+        return rec_body(s, p, n);
     while (n && s->rc == CURLE_OK) {
         size_t chunk = n > CURL_MAX_WRITE_SIZE ? CURL_MAX_WRITE_SIZE : n;
         size_t took = call_write(s->v->write_cb, p, chunk, s->v->write_data);
@@ -208,9 +320,87 @@ CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
 
 CURLcode shim_sink_end(struct shim_sink *s)
 {
+    if (s->q) {
+        if (s->rc == CURLE_OK)
+            rec_push(s, REC_END, NULL, 0, NULL, 0);
+        else
+            shim_sinkq_push(s->q, REC_END, NULL, 0, NULL, 0);
+        return s->rc;
+    }
     s->info.total_time = shim_clock_s() - s->t0;
     publish(s);
     if (s->rc == CURLE_OK && s->v->write_cb == NULL)
         fflush(s->v->write_data ? (FILE *)s->v->write_data : stdout);
     return s->rc;
+}
+
+/* ---- replay, on the program's thread ---- */
+
+static void replay_begin(struct shim_sink *s, const struct shim_sinkq_item *it)
+{
+    struct rec_begin b;
+    const char *head;
+
+    if (it->len < sizeof(b))
+        return;
+    memcpy(&b, it->data, sizeof(b));
+    if (b.head_len > it->len - sizeof(b) || b.ct_len > it->len - sizeof(b) - b.head_len)
+        return;
+    head = it->data + sizeof(b);
+    /* the answer's content type must outlive this record (publish) */
+    snprintf(s->ct, sizeof(s->ct), "%.*s", (int)b.ct_len, head + b.head_len);
+    shim_sink_begin(s, b.status, b.http_version, b.head_len ? head : NULL, b.head_len,
+                    b.has_ct ? s->ct : NULL, b.body_len);
+}
+
+static void replay_one(struct shim_sink *s, const struct shim_sinkq_item *it)
+{
+    int code;
+
+    switch (it->kind) {
+    case REC_BEGIN:
+        replay_begin(s, it);
+        break;
+    case REC_BODY:
+        shim_sink_body(s, it->data, it->len);
+        break;
+    case REC_FAIL:
+        if (it->len >= sizeof(code)) {
+            memcpy(&code, it->data, sizeof(code));
+            shim_sink_fail(s, (CURLcode)code, it->data + sizeof(code));
+        }
+        break;
+    case REC_END:
+        shim_sink_end(s);
+        break;
+    default:
+        break;
+    }
+}
+
+int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc)
+{
+    struct shim_sinkq_item *it, *next;
+    int ended, result, failed = 0;
+
+    it = shim_sinkq_take(q, &ended, &result);
+    for (; it; it = next) {
+        next = it->next;
+        /* after the program's callback failed, libcurl would call no
+         * more callbacks: only a failure record may still fill in */
+        if (!failed || it->kind == REC_FAIL)
+            replay_one(s, it);
+        if (s->rc != CURLE_OK && !failed && it->kind != REC_FAIL && it->kind != REC_END)
+            failed = 1;
+        free(it);
+    }
+    if (failed) { /* the program stopped it: over now */
+        shim_sink_end(s);
+        *rc = s->rc;
+        return 1;
+    }
+    if (!ended)
+        return 0;
+    *rc = s->rc != CURLE_OK ? s->rc : (CURLcode)result;
+    return 1;
 }

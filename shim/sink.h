@@ -8,7 +8,16 @@
  * curl_easy_getinfo before the first callback runs.
  *
  * A sink is used as: shim_sink_begin, shim_sink_body (any number of times:
- * streaming sends events as they are made), shim_sink_end. */
+ * streaming sends events as they are made), shim_sink_end.
+ *
+ * Queued mode (the multi interface): on a thread given a queue with
+ * shim_sink_queue_into, sinks touch nothing of the program's. They record
+ * every begin/body/fail/end into the queue (sinkq.h), blocking while it is
+ * full; the program's thread replays the records through a direct sink
+ * (shim_sink_replay) inside its own curl_multi_* calls. What callers of
+ * begin/body/end/fail see is the same in both modes, except that a
+ * failure of the program's callback reaches a queued sink later, as
+ * CURLE_ABORTED_BY_CALLBACK from its next call (or shim_sink_ok). */
 #ifndef SHIM_SINK_H
 #define SHIM_SINK_H
 
@@ -17,7 +26,11 @@
 
 #include <curl/curl.h>
 
+struct shim_sinkq;
+
 struct shim_sink {
+    struct shim_sinkq *q; /* queued mode: records go here */
+    char ct[256]; /* replay: the content type the answer keeps */
     CURL *h;
     const struct shim_handle_view *v;
     struct shim_answer_info info;
@@ -50,6 +63,22 @@ CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
                          const char *content_type, const char *body, size_t body_len);
 /* Fails the transfer with rc and message (copied to ERRORBUFFER). */
 CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message);
+
+/* 1 while the transfer goes on. In queued mode this also notices that
+ * the program's side stopped reading (removed, cleaned up, or its
+ * callback failed) and fails s then: loops ask it between steps. */
+int shim_sink_ok(struct shim_sink *s);
+
+/* Sinks initialised on this thread from now record into q (borrowed;
+ * NULL: deliver directly again). */
+void shim_sink_queue_into(struct shim_sinkq *q);
+/* Worker side, after the transfer's last sink call: its result. */
+void shim_sink_queue_end(struct shim_sinkq *q, CURLcode rc);
+/* Program's thread: replays what waits in q through s, a direct sink of
+ * the program's handle. 1 when the transfer ended (*rc: its CURLcode;
+ * a failure of the program's callbacks wins over the worker's result),
+ * else 0. The caller then stops q. */
+int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc);
 
 
 #endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "config.h"
@@ -86,6 +87,25 @@ static void config_defaults_and_ranges(void **state)
     assert_int_equal(e.warned, 1);
 }
 
+/* CODESHIM_MAX_INFLIGHT: two per online core by default, 1..1024. */
+static void config_max_inflight(void **state)
+{
+    struct shim_config c;
+    struct env e = {{0}, {0}, 0};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    (void)state;
+
+    shim_config_parse(&c, lookup, warn, &e);
+    assert_int_equal(c.max_inflight, cores > 32 ? 64 : 2 * (cores < 1 ? 1 : cores));
+    e = (struct env){{"CODESHIM_MAX_INFLIGHT"}, {"3"}, 0};
+    shim_config_parse(&c, lookup, warn, &e);
+    assert_int_equal(c.max_inflight, 3);
+    e = (struct env){{"CODESHIM_MAX_INFLIGHT"}, {"0"}, 0};
+    shim_config_parse(&c, lookup, warn, &e);
+    assert_true(c.max_inflight >= 2);
+    assert_int_equal(e.warned, 1);
+}
+
 static void redaction(void **state)
 {
     char s[] = "Authorization: Bearer sk-proj-abc123 key=sk-live_9 task-force e2b_xyz "
@@ -139,6 +159,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_cap),
         cmocka_unit_test(config_defaults_and_ranges),
+        cmocka_unit_test(config_max_inflight),
         cmocka_unit_test(redaction),
         cmocka_unit_test(urls_without_credentials),
         cmocka_unit_test(ids),

@@ -102,8 +102,10 @@ static void f_free_all(struct curl_slist *l)
 }
 
 static const struct shim_curl_api api = {
-    SHIM_FLAVOR_OPENSSL, f_init, f_setopt, f_perform, f_getinfo,
-    f_cleanup, f_reset, f_dup, f_append, f_free_all,
+    .flavor = SHIM_FLAVOR_OPENSSL, .easy_init = f_init, .easy_setopt = f_setopt,
+    .easy_perform = f_perform, .easy_getinfo = f_getinfo, .easy_cleanup = f_cleanup,
+    .easy_reset = f_reset, .easy_duphandle = f_dup, .slist_append = f_append,
+    .slist_free_all = f_free_all,
 };
 
 static const char body[] = "{\"model\":\"m\",\"input\":\"hi\",\"tools\":"

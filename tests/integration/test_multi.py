@@ -402,9 +402,11 @@ def test_cleanup_mid_transfer(fake, tmp_path, progs, mode):
     for i in (1, 2, 3):
         assert lines[("", i)]["result"] == 0
     before, after = [s for s in snaps if "snap" in s]
-    assert after["threads"] == before["threads"]
+    # nothing left behind (an idle pool thread of the baseline may have
+    # ended since: fewer is fine, more is a leak)
+    assert after["threads"] <= before["threads"], (before, after)
     assert after["children"] == before["children"] == 0
-    assert after["fds"] == before["fds"]
+    assert after["fds"] <= before["fds"], (before, after)
     assert len(upstream_by_tag(fake, tag + "0")) <= 1
 
 

@@ -10,6 +10,8 @@
  *   local_chan.c   the control socket: frames with deadlines
  *   local_msg.c    every text the model or the log gets from this backend
  *   local_spare.c  the warm spare: the next sandbox, started in advance
+ *   local_zygote.c the fork server: sandboxes forked from a pre-imported,
+ *                  isolated Python (worker.py's _zygote)
  * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
  *
  * A struct shim_local is one sandbox instance; it is used by one thread at a
@@ -53,6 +55,8 @@ struct shim_local_params {
     size_t output_cap;
     unsigned long long memory, file_size, disk, inodes;
     int procs, cpu_s, open_files;
+    int fork_server;   /* started from a fork server (local_zygote.c) */
+    char preload[512]; /* what the fork server imports */
 };
 
 struct shim_local {
@@ -71,6 +75,9 @@ struct shim_local {
     struct shim_cgroup cg; /* this start's cgroup (cgroup.c), or empty */
     int own_tmpfs; /* this start's tmpfs are spawn.c's (with inode limits),
                       not bwrap's */
+    int zygote;   /* this is a fork server (local_zygote.c), no sandbox */
+    int life;     /* forked from one: its life socket (pid is then the
+                     sandbox's PID 1, not our child), or -1 */
 };
 
 
@@ -93,7 +100,18 @@ int shim_local_start(struct shim_local *l);
 int shim_local_wait_up(struct shim_local *l);
 int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
 
+/* local_zygote.c: starts l (cgroup made, nothing started) as a fork of
+ * the fork server made from l->p; that server is started at the first
+ * call. 0 (l->fd, errfd, life and pid set, hello to come), or -errno:
+ * none is ready or it failed, the caller starts l as without one. */
+int shim_local_zygote_fork(struct shim_local *l);
+/* Ends a sandbox forked so (shim_local_stop's part): orderly, then
+ * through the server's child. */
+void shim_local_zygote_stop(struct shim_local *l);
+
 /* local_jail.c */
+/* A uid no account uses, a new one at each call (root hosts). */
+uid_t shim_local_fresh_uid(void);
 /* Fills *sp (path, argv, envp, cwd, credentials; not fds) and, isolated,
  * fds[4..6] (seccomp, passwd, group: the caller closes them) to start the
  * sandbox; *mem owns what sp points to (free() it after the spawn). On
@@ -175,6 +193,9 @@ void shim_local_lost(const struct shim_local *l, int rc, int st,
  * sandbox is up, so that the two do not start at once. prepare: starts
  * one in the background unless one is starting or waiting already. */
 struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
+/* Are sandboxes made from a and b interchangeable before they ran code? */
+int shim_local_same_params(const struct shim_local_params *a,
+                           const struct shim_local_params *b);
 int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
 void shim_local_spare_prepare(const struct shim_local_params *p);
 

@@ -254,24 +254,25 @@ static void etc_files(struct cmd *c)
 /* Host-identifying /proc files, masked as container runtimes do: the
  * host's /dev/null bound over each (reads are empty, writes vanish). Only
  * those this kernel has: bwrap cannot make a mount point in /proc. */
+static const char *const proc_mask_files[] = {
+    "/proc/cmdline",      "/proc/sys/kernel/random/boot_id",
+    "/proc/kcore",        "/proc/keys",
+    "/proc/key-users",    "/proc/timer_list",
+    "/proc/timer_stats",  "/proc/sched_debug",
+    "/proc/latency_stats", "/proc/config.gz",
+    "/proc/iomem",        "/proc/ioports",
+    "/proc/partitions",   "/proc/diskstats",
+    "/proc/swaps",        NULL,
+};
+
 static void proc_masks(struct cmd *c)
 {
-    static const char *const files[] = {
-        "/proc/cmdline",      "/proc/sys/kernel/random/boot_id",
-        "/proc/kcore",        "/proc/keys",
-        "/proc/key-users",    "/proc/timer_list",
-        "/proc/timer_stats",  "/proc/sched_debug",
-        "/proc/latency_stats", "/proc/config.gz",
-        "/proc/iomem",        "/proc/ioports",
-        "/proc/partitions",   "/proc/diskstats",
-        "/proc/swaps",
-    };
     struct stat st;
     size_t i;
 
-    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (lstat(files[i], &st) == 0 && S_ISREG(st.st_mode))
-            args3(c, "--dev-bind", "/dev/null", files[i]);
+    for (i = 0; proc_mask_files[i]; i++)
+        if (lstat(proc_mask_files[i], &st) == 0 && S_ISREG(st.st_mode))
+            args3(c, "--dev-bind", "/dev/null", proc_mask_files[i]);
 }
 
 static int memfd_with(const char *name, const char *text)
@@ -370,6 +371,97 @@ static void tmpfs_args(struct cmd *c, const struct shim_local *l)
     }
 }
 
+static void jail_args(struct cmd *c, const struct shim_local *l);
+
+/* The fork server's own arguments (worker.py's _zygote): what each
+ * sandbox it forks mounts and limits. */
+static void zygote_args(struct cmd *c, const struct shim_local *l)
+{
+    char *p = c->arena + c->used;
+    size_t room = ARENA - c->used, n = 0;
+    int i, w;
+
+    arg(c, "4"); /* the seccomp filter, read at start */
+    argf(c, "%s", l->p.preload);
+    argf(c, "%u", 0u); /* unused: each fork names its uid */
+    for (i = 0; i < NTMPFS && n < room; i++) {
+        w = snprintf(p + n, room - n, "%s%s=size=%llu,nr_inodes=%llu,mode=0755",
+                     i ? "|" : "", tmpfs_dest[i], tmpfs_size(l, i),
+                     tmpfs_inodes(l, i));
+        n += w > 0 ? (size_t)w : room;
+    }
+    if (n >= room) {
+        c->overflow = 1;
+        return;
+    }
+    c->used += n + 1;
+    arg(c, p);
+    p = c->arena + c->used;
+    room = ARENA - c->used;
+    n = 0;
+    p[0] = '\0';
+    for (i = 0; proc_mask_files[i] && n < room; i++) {
+        struct stat st;
+
+        if (lstat(proc_mask_files[i], &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        w = snprintf(p + n, room - n, "%s%s", n ? "|" : "", proc_mask_files[i]);
+        n += w > 0 ? (size_t)w : room;
+    }
+    if (n >= room) {
+        c->overflow = 1;
+        return;
+    }
+    c->used += n + 1;
+    arg(c, p);
+    argf(c, "%lld", (long long)l->p.timeout_s * 1000);
+    argf(c, "%zu", l->p.output_cap + OUT_SLACK);
+    argf(c, "%llu", l->p.memory);
+    argf(c, "%d", l->p.procs);
+    argf(c, "%llu", l->p.file_size);
+    argf(c, "%d", l->p.cpu_s);
+}
+
+/* The fork server's jail: the sandbox's layout and environment, all
+ * namespaces but (as root) the user one, and every capability within
+ * them, which each fork drops (worker.py). No seccomp filter: each fork
+ * installs it. As root the server is root (it maps a fresh uid for each
+ * sandbox); else uid 1000 of a user namespace of its own. */
+static void zygote_bwrap_args(struct cmd *c, const struct shim_local *l)
+{
+    arg(c, l->p.bwrap);
+    if (geteuid() == 0) {
+        arg(c, "--unshare-ipc");
+        arg(c, "--unshare-pid");
+        arg(c, "--unshare-net");
+        arg(c, "--unshare-uts");
+        arg(c, "--unshare-cgroup-try");
+    } else {
+        arg(c, "--unshare-all");
+        arg(c, "--unshare-user");
+        args2(c, "--uid", SANDBOX_UID);
+        args2(c, "--gid", SANDBOX_UID);
+    }
+    args2(c, "--hostname", "sandbox");
+    arg(c, "--die-with-parent");
+    arg(c, "--new-session");
+    arg(c, "--as-pid-1");
+    args2(c, "--cap-add", "ALL");
+    jail_args(c, l);
+    arg(c, "--");
+    arg(c, l->python_real[0] ? l->python_real : l->p.python);
+    arg(c, "-I");
+    arg(c, "-B");
+    arg(c, "-c");
+    arg(c, BOOT_PY);
+    arg(c, shim_worker_py);
+    arg(c, shim_worker_pyc_tag);
+    arg(c, shim_worker_pyc);
+    arg(c, "zygote");
+    arg(c, "3");
+    zygote_args(c, l);
+}
+
 static void bwrap_args(struct cmd *c, const struct shim_local *l)
 {
     arg(c, l->p.bwrap);
@@ -388,6 +480,16 @@ static void bwrap_args(struct cmd *c, const struct shim_local *l)
     arg(c, "--as-pid-1");
     arg(c, "--cap-drop");
     arg(c, "ALL");
+    jail_args(c, l);
+    args2(c, "--seccomp", "4");
+    arg(c, "--");
+    start_args(c, l, "/mnt/data");
+}
+
+/* What a sandbox and the fork server share: the environment and the
+ * filesystem. */
+static void jail_args(struct cmd *c, const struct shim_local *l)
+{
     /* environment: nothing inherited */
     arg(c, "--clearenv");
     args3(c, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin");
@@ -412,13 +514,10 @@ static void bwrap_args(struct cmd *c, const struct shim_local *l)
     args2(c, "--remount-ro", "/dev");
     args2(c, "--remount-ro", "/");
     args2(c, "--chdir", "/mnt/data");
-    args2(c, "--seccomp", "4");
-    arg(c, "--");
-    start_args(c, l, "/mnt/data");
 }
 
 /* A uid no account uses, different for every sandbox (root hosts only). */
-static uid_t fresh_uid(void)
+uid_t shim_local_fresh_uid(void)
 {
     uint32_t r = 0;
 
@@ -562,7 +661,10 @@ static int bwrap_command(struct shim_local *l, struct command *m,
     }
     if (l->own_tmpfs && !(at = tmpfs_place(l)))
         l->own_tmpfs = 0; /* bwrap's own tmpfs then */
-    bwrap_args(&m->c, l);
+    if (l->zygote)
+        zygote_bwrap_args(&m->c, l);
+    else
+        bwrap_args(&m->c, l);
     m->env[0] = (char *)"PATH=/usr/bin:/bin";
     m->env[1] = NULL;
     sp->path = l->p.bwrap;
@@ -583,12 +685,12 @@ static int bwrap_command(struct shim_local *l, struct command *m,
             shim_local_fail(l, LF_SECCOMP, strerror(-rc));
             return rc;
         }
-    if (geteuid() == 0) {
+    if (geteuid() == 0 && !l->zygote) {
         /* bwrap as root would keep the host's root in the sandbox's
          * user namespace (and RLIMIT_NPROC spares root): run it as a
          * fresh unprivileged user instead */
         sp->setid = 1;
-        sp->uid = fresh_uid();
+        sp->uid = shim_local_fresh_uid();
         sp->gid = (gid_t)sp->uid;
     }
     tmpfs_specs(l, at, m, sp);

@@ -147,6 +147,7 @@ struct shim_local *shim_local_new(const struct shim_local_params *p)
     l->pid = -1;
     l->fd = -1;
     l->errfd = -1;
+    l->life = -1;
     shim_cgroup_init(&l->cg);
     return l;
 }
@@ -157,12 +158,17 @@ int shim_local_start(struct shim_local *l)
     int rc, tries;
 
     for (tries = 0; tries < 3; tries++) {
-        l->own_tmpfs =
-            !l->p.unsafe && !__atomic_load_n(&no_tmpfs, __ATOMIC_RELAXED);
+        l->own_tmpfs = !l->p.unsafe && !l->zygote &&
+                       !__atomic_load_n(&no_tmpfs, __ATOMIC_RELAXED);
         failed = SHIM_SPAWN_OTHER;
         shim_cgroup_destroy(&l->cg); /* none left from before, normally */
-        if (!__atomic_load_n(&no_join, __ATOMIC_RELAXED))
+        if (!l->zygote && !__atomic_load_n(&no_join, __ATOMIC_RELAXED))
             shim_cgroup_create(&l->cg, l->p.memory, l->p.procs + BWRAP_TASKS);
+        /* forked from the fork server if one is up, else the cold way */
+        if (tries == 0 && shim_local_zygote_fork(l) == 0) {
+            shim_cgroup_joined(&l->cg);
+            return 0;
+        }
         rc = start_once(l, &failed);
         shim_cgroup_joined(&l->cg);
         if (rc == 0)
@@ -227,7 +233,9 @@ int shim_local_stop(struct shim_local *l, char *err, size_t errsz)
     pid_t r = 0;
 
     shim_local_close_fd(&l->fd);
-    if (l->pid > 0) {
+    if (l->life >= 0) {
+        shim_local_zygote_stop(l); /* not our child: its life socket */
+    } else if (l->pid > 0) {
         for (i = 0; i < STOP_MS; i++) {
             r = waitpid(l->pid, &st, WNOHANG);
             if (r != 0 && !(r < 0 && errno == EINTR))

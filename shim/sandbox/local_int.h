@@ -42,6 +42,9 @@
 /* The private tmpfs (/dev/shm, /mnt/data, /tmp) spawn.c mounts arrive at
  * NFDS.. for bwrap --bind-fd, which closes them once bound. */
 #define NTMPFS 3
+/* Where a CODESHIM_PYTHON environment outside /usr is seen in a sandbox:
+ * not below the private tmpfs that would hide it. */
+#define SHIM_ENV_MNT "/opt/codeshim-python"
 
 /* What a sandbox is made from: the configuration with its defaults
  * applied. Two sandboxes with equal params are interchangeable before
@@ -61,7 +64,9 @@ struct shim_local_params {
 
 struct shim_local {
     struct shim_local_params p;
-    char python_real[PATH_MAX]; /* sandbox mode: python, links resolved */
+    char python_real[PATH_MAX]; /* sandbox mode: the python run inside */
+    char env_prefix[PATH_MAX];  /* a virtualenv's or conda's prefix outside
+                                   /usr, bound read-only at SHIM_ENV_MNT */
     char root[SHIM_PATH_MAX]; /* unsafe mode: our private host directory */
     pid_t pid;    /* bwrap (unsafe: the supervisor), or -1 */
     int fd;       /* our end of the control socket, non-blocking, or -1 */

@@ -377,13 +377,15 @@ static void jail_args(struct cmd *c, const struct shim_local *l);
  * sandbox it forks mounts and limits. */
 static void zygote_args(struct cmd *c, const struct shim_local *l)
 {
-    char *p = c->arena + c->used;
-    size_t room = ARENA - c->used, n = 0;
+    char *p;
+    size_t room, n = 0;
     int i, w;
 
     arg(c, "4"); /* the seccomp filter, read at start */
     argf(c, "%s", l->p.preload);
     argf(c, "%u", 0u); /* unused: each fork names its uid */
+    p = c->arena + c->used;
+    room = ARENA - c->used;
     for (i = 0; i < NTMPFS && n < room; i++) {
         w = snprintf(p + n, room - n, "%s%s=size=%llu,nr_inodes=%llu,mode=0755",
                      i ? "|" : "", tmpfs_dest[i], tmpfs_size(l, i),
@@ -501,6 +503,11 @@ static void jail_args(struct cmd *c, const struct shim_local *l)
     args3(c, "--setenv", "TMPDIR", "/tmp");
     /* filesystem: the system read-only, private writable places */
     args3(c, "--ro-bind", "/usr", "/usr");
+    if (l->env_prefix[0]) {
+        arg(c, "--ro-bind");
+        argf(c, "%s", l->env_prefix);
+        arg(c, SHIM_ENV_MNT);
+    }
     system_dirs(c);
     etc_files(c);
     args3(c, "--ro-bind-data", "5", "/etc/passwd");
@@ -526,17 +533,64 @@ uid_t shim_local_fresh_uid(void)
     return (uid_t)(0x40000000u + (r & 0x0fffffffu));
 }
 
+static int in_usr(const char *path)
+{
+    return strncmp(path, "/usr", 4) == 0 && (path[4] == '/' || !path[4]);
+}
+
+/* An environment's prefix: python is PREFIX/bin/NAME, and PREFIX is a
+ * virtualenv (pyvenv.cfg) or outside /usr (conda's and others' own
+ * interpreters). 0 and out set, or -ENOENT. */
+static int env_prefix(const char *python, char *out, size_t outsz)
+{
+    const char *slash = strrchr(python, '/');
+    char cfg[PATH_MAX];
+    struct stat st;
+    size_t n;
+
+    if (python[0] != '/' || !slash || slash - python < 5 ||
+        strncmp(slash - 4, "/bin", 4) != 0)
+        return -ENOENT;
+    n = (size_t)(slash - 4 - python);
+    if (n == 0 || n >= outsz || n + 12 >= sizeof(cfg))
+        return -ENOENT;
+    memcpy(out, python, n);
+    out[n] = '\0';
+    snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", out);
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+        return -ENOENT;
+    if (!in_usr(out) || access(cfg, F_OK) == 0)
+        return 0;
+    return -ENOENT;
+}
+
 /* Is the interpreter inside the part of the host the sandbox sees? Sets
- * l->python_real (a link to it outside /usr would not be seen). */
+ * l->python_real, what the sandbox runs: python with its links resolved
+ * (a link outside /usr would not be seen), or, for an environment (see
+ * env_prefix), python as the environment names it, so that Python finds
+ * the environment (pyvenv.cfg, its lib) from it: at SHIM_ENV_MNT when the
+ * prefix is outside /usr (l->env_prefix, bound there read-only). */
 static int python_visible(struct shim_local *l)
 {
     char *real = l->python_real;
 
     real[0] = '\0';
+    l->env_prefix[0] = '\0';
     if (!realpath(l->p.python, real)) {
         real[0] = '\0';
         shim_local_fail(l, LF_PYTHON_MISSING, strerror(errno));
         return -ENOENT;
+    }
+    if (env_prefix(l->p.python, l->env_prefix, sizeof(l->env_prefix)) == 0) {
+        const char *name = strrchr(l->p.python, '/') + 1;
+
+        if (in_usr(l->env_prefix)) {
+            snprintf(real, PATH_MAX, "%s", l->p.python);
+            l->env_prefix[0] = '\0'; /* seen where it is */
+        } else {
+            snprintf(real, PATH_MAX, "%s/bin/%s", SHIM_ENV_MNT, name);
+        }
+        return 0;
     }
     if (strncmp(real, "/usr/", 5) != 0) {
         shim_local_fail(l, LF_PYTHON_OUTSIDE, real);
@@ -571,18 +625,22 @@ static const char *tmpfs_place(const struct shim_local *l)
 {
     static const char *const dirs[] = {"/tmp", "/mnt", "/media", "/srv",
                                        "/var/tmp"};
-    char real[PATH_MAX], given[SHIM_PATH_MAX + 2];
+    char real[PATH_MAX], given[SHIM_PATH_MAX + 2], env_real[PATH_MAX];
+    const char *env = l->env_prefix; /* bound from there too */
     size_t i;
 
     if (!realpath(l->p.bwrap, real))
         return NULL;
+    if (!env[0] || !realpath(env, env_real))
+        snprintf(env_real, sizeof(env_real), "%s", env);
     snprintf(given, sizeof(given), "%s%s", l->p.bwrap[0] == '/' ? "" : "/",
              l->p.bwrap);
     for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
         struct stat st;
 
         if (lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
-            !under(real, dirs[i]) && !under(given, dirs[i]))
+            !under(real, dirs[i]) && !under(given, dirs[i]) &&
+            !under(env, dirs[i]) && !under(env_real, dirs[i]))
             return dirs[i];
     }
     return NULL;

@@ -26,17 +26,23 @@ static struct shim_local_zygote_stats zstats(void)
     return s;
 }
 
-/* Opens (and closes) a sandbox with c until a fork server for c is up:
- * the first open starts it. */
+/* Opens (and closes) a sandbox with c, which starts a fork server for c
+ * if there is none, and waits until every server started is up. */
 static void server_up(const struct shim_config *c)
 {
     struct shim_sandbox *sb = open_sb(c);
+    struct shim_local_zygote_stats s;
     int i;
 
     shim_sandbox_close(sb);
-    for (i = 0; i < 600 && zstats().up == 0; i++)
+    for (i = 0; i < 600; i++) {
+        s = zstats();
+        if ((unsigned long)s.up == s.servers_started - s.failed)
+            break;
         usleep(50 * 1000);
-    assert_true(zstats().up > 0);
+    }
+    assert_int_equal(s.failed, 0);
+    assert_int_equal(s.up, s.servers_started);
 }
 
 /* A sandbox forked from the server (the fork counter says so). */

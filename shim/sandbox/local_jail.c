@@ -516,6 +516,10 @@ static void jail_args(struct cmd *c, const struct shim_local *l)
     proc_masks(c);
     args2(c, "--dev", "/dev");
     tmpfs_args(c, l);
+    if (l->zygote) { /* bwrap as root would make /home 0700 */
+        args2(c, "--perms", "0755");
+        args2(c, "--dir", "/home");
+    }
     args3(c, "--symlink", "/tmp", "/home/sandbox");
     /* nothing else writable: not /dev (bwrap's tmpfs) nor the root */
     args2(c, "--remount-ro", "/dev");
@@ -557,10 +561,13 @@ static int env_prefix(const char *python, char *out, size_t outsz)
     memcpy(out, python, n);
     out[n] = '\0';
     snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", out);
-    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        out[0] = '\0';
         return -ENOENT;
+    }
     if (!in_usr(out) || access(cfg, F_OK) == 0)
         return 0;
+    out[0] = '\0';
     return -ENOENT;
 }
 

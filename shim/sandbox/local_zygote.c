@@ -47,7 +47,7 @@
 #define KILL_WAIT_MS 2000  /* after the kill */
 #define MAX_JOIN 4
 
-enum { EMPTY, STARTING, UP, FAILED };
+enum { EMPTY, SPAWNING, STARTING, UP, FAILED };
 
 struct zyg {
     int state;
@@ -103,8 +103,36 @@ static void fail(struct zyg *z, const char *why)
     stats.failed++;
 }
 
+/* Starts the server for p in a free slot. Called with mu held, which it
+ * drops during the spawn: spawn.c's thread may be running a job (the
+ * warm spare) that is waiting for mu. The slot is SPAWNING meanwhile. */
+static void start_server(const struct shim_local_params *p)
+{
+    struct shim_local *l;
+    struct zyg *z = NULL;
+    int i, rc;
+
+    for (i = 0; i < ZYG_MAX && !z; i++)
+        if (zs[i].state == EMPTY)
+            z = &zs[i];
+    if (!z || !(l = shim_local_new(p)))
+        return; /* as many settings as we keep servers for */
+    l->zygote = 1;
+    z->p = *p;
+    z->l = NULL;
+    z->state = SPAWNING;
+    stats.servers_started++;
+    pthread_mutex_unlock(&mu);
+    rc = shim_local_start(l);
+    pthread_mutex_lock(&mu);
+    z->l = l;
+    z->state = STARTING;
+    if (rc != 0)
+        fail(z, l->why);
+}
+
 /* The server for p when it is up; else NULL (and it is started if there
- * is none). Called with mu held. */
+ * is none). Called with mu held; it may drop it meanwhile. */
 static struct shim_local *server(const struct shim_local_params *p)
 {
     struct zyg *z = NULL;
@@ -115,24 +143,11 @@ static struct shim_local *server(const struct shim_local_params *p)
         if (zs[i].state != EMPTY && shim_local_same_params(&zs[i].p, p))
             z = &zs[i];
     if (!z) {
-        for (i = 0; i < ZYG_MAX && !z; i++)
-            if (zs[i].state == EMPTY)
-                z = &zs[i];
-        if (!z)
-            return NULL; /* as many settings as we keep servers for */
-        z->p = *p;
-        z->l = shim_local_new(p);
-        if (!z->l) {
-            z->state = EMPTY;
-            return NULL;
-        }
-        z->l->zygote = 1;
-        z->state = STARTING;
-        stats.servers_started++;
-        if (shim_local_start(z->l) != 0)
-            fail(z, z->l->why);
+        start_server(p);
         return NULL;
     }
+    if (z->state == FAILED || z->state == SPAWNING)
+        return NULL;
     if (z->state == FAILED)
         return NULL;
     pf.fd = z->l->fd;

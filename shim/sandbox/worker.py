@@ -364,6 +364,8 @@ def _supervisor():
                     _signal.signal(n, _signal.SIG_DFL)
                 os.dup2(b.fileno(), 3)
                 os.closerange(4, 1 << 20)
+                _prctl(4, 1)  # dumpable, as a new interpreter is: its
+                # /proc/self files are its own (oom_score_adj above all)
                 sys.argv = ["", "worker", "3", mode] + [str(v) for v in limits]
                 _worker()
             finally:
@@ -960,6 +962,27 @@ def _worker():
 # it.
 class _Z:
     stash = None  # name -> module: what the zygote imported (forked only)
+
+
+def _prctl(option, arg):
+    # prctl through _ctypes (the ctypes package costs ms of every start)
+    import _ctypes
+
+    class Int(_ctypes._SimpleCData):
+        _type_ = "i"
+
+    class Long(_ctypes._SimpleCData):
+        _type_ = "l"
+
+    class Fn(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = Int
+
+    class Libc:
+        _handle = _ctypes.dlopen(None, 0)
+
+    return Fn(("prctl", Libc()))(Int(option), Long(arg), Long(0), Long(0),
+                                  Long(0))
 
 
 PRELOAD_MIN_MEMORY = 512 << 20  # below this the imports would use up RLIMIT_AS

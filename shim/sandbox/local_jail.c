@@ -513,7 +513,8 @@ static void jail_args(struct cmd *c, const struct shim_local *l)
     args3(c, "--ro-bind-data", "5", "/etc/passwd");
     args3(c, "--ro-bind-data", "6", "/etc/group");
     args2(c, "--proc", "/proc");
-    proc_masks(c);
+    if (!l->zygote) /* each fork masks its own /proc */
+        proc_masks(c);
     args2(c, "--dev", "/dev");
     tmpfs_args(c, l);
     if (l->zygote) { /* bwrap as root would make /home 0700 */

@@ -119,6 +119,7 @@ static void server_up(const struct shim_config *c)
     int i;
 
     open_exec(c, "pass");
+    open_exec(c, "pass"); /* the second start of a process starts it */
     for (i = 0; i < 600; i++) {
         shim_local_zygote_stats(&s);
         if (s.up && (unsigned long)s.up == s.servers_started - s.failed)

@@ -6,8 +6,9 @@
  * fork's side: namespaces, tmpfs, uid map, capabilities, seccomp).
  *
  * - Where: one per host process and settings (shim_local_params; at most
- *   ZYG_MAX), started lazily by the first sandbox start that wants one
- *   (a program that never opens a sandbox starts none), on spawn.c's
+ *   ZYG_MAX), started lazily by the second sandbox start of the process
+ *   (like the warm spare: a program that opens one sandbox, or none,
+ *   pays for no server and its imports), on spawn.c's
  *   thread like any sandbox: it dies with the host process exactly as a
  *   sandbox does (bwrap --die-with-parent; its PID namespace holds every
  *   sandbox forked from it). Not shared between processes or users: what
@@ -59,6 +60,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct zyg zs[ZYG_MAX];
 static int said; /* the first fallback was logged; atomic */
+static unsigned long asks; /* sandbox starts that asked for a fork */
 static struct shim_local_zygote_stats stats; /* under mu */
 
 static void after_fork_child(void)
@@ -67,6 +69,7 @@ static void after_fork_child(void)
 
     pthread_mutex_init(&mu, NULL);
     memset(&stats, 0, sizeof(stats));
+    asks = 0;
     for (i = 0; i < ZYG_MAX; i++) {
         if (zs[i].l) {
             shim_local_close_fd(&zs[i].l->fd);
@@ -143,7 +146,8 @@ static struct shim_local *server(const struct shim_local_params *p)
         if (zs[i].state != EMPTY && shim_local_same_params(&zs[i].p, p))
             z = &zs[i];
     if (!z) {
-        start_server(p);
+        if (asks >= 2)
+            start_server(p);
         return NULL;
     }
     if (z->state == FAILED || z->state == SPAWNING)
@@ -301,6 +305,7 @@ int shim_local_zygote_fork(struct shim_local *l)
     for (i = 0; i < l->cg.njoin; i++)
         fds[nfds++] = l->cg.join[i];
     pthread_mutex_lock(&mu);
+    asks++;
     z = server(&l->p);
     rc = z ? send_fork(z->fd, uid, fds, nfds) : -EAGAIN;
     pthread_mutex_unlock(&mu);

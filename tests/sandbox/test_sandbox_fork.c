@@ -26,15 +26,16 @@ static struct shim_local_zygote_stats zstats(void)
     return s;
 }
 
-/* Opens (and closes) a sandbox with c, which starts a fork server for c
- * if there is none, and waits until every server started is up. */
+/* Opens (and closes) two sandboxes with c, which starts a fork server for
+ * c if there is none (at the second start of the process), and waits
+ * until every server started is up. */
 static void server_up(const struct shim_config *c)
 {
-    struct shim_sandbox *sb = open_sb(c);
     struct shim_local_zygote_stats s;
     int i;
 
-    shim_sandbox_close(sb);
+    for (i = 0; i < 2; i++)
+        shim_sandbox_close(open_sb(c));
     for (i = 0; i < 600; i++) {
         s = zstats();
         if ((unsigned long)s.up == s.servers_started - s.failed)

@@ -46,6 +46,8 @@
  * not below the private tmpfs that would hide it. */
 #define SHIM_ENV_MNT "/opt/codeshim-python"
 
+struct shim_local;
+
 /* What a sandbox is made from: the configuration with its defaults
  * applied. Two sandboxes with equal params are interchangeable before
  * either ran code (local_spare.c). */
@@ -60,6 +62,9 @@ struct shim_local_params {
     int procs, cpu_s, open_files;
     int fork_server;   /* started from a fork server (local_zygote.c) */
     char preload[512]; /* what the fork server imports */
+    /* shim_local_zygote_fork when fork_server is set (local.c sets it:
+     * local_proc.c calls it through this, below the fork server's layer) */
+    int (*fork)(struct shim_local *l);
 };
 
 struct shim_local {
@@ -93,6 +98,11 @@ static inline void shim_local_close_fd(int *fd)
     *fd = -1;
 }
 
+/* local_proc.c: are sandboxes made from a and b interchangeable before
+ * they ran code? */
+int shim_local_same_params(const struct shim_local_params *a,
+                           const struct shim_local_params *b);
+
 /* local_proc.c: a new instance (nothing started); NULL when out of memory. */
 struct shim_local *shim_local_new(const struct shim_local_params *p);
 
@@ -106,13 +116,11 @@ int shim_local_wait_up(struct shim_local *l);
 int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
 
 /* local_zygote.c: starts l (cgroup made, nothing started) as a fork of
- * the fork server made from l->p; that server is started at the first
- * call. 0 (l->fd, errfd, life and pid set, hello to come), or -errno:
- * none is ready or it failed, the caller starts l as without one. */
+ * the fork server made from l->p; that server is started at the second
+ * call of the process. 0 (l->fd, errfd, life and pid set, hello to
+ * come), or -errno: none is ready or it failed, the caller starts l as
+ * without one. Called by shim_local_start through l->p.fork. */
 int shim_local_zygote_fork(struct shim_local *l);
-/* Ends a sandbox forked so (shim_local_stop's part): orderly, then
- * through the server's child. */
-void shim_local_zygote_stop(struct shim_local *l);
 
 /* local_jail.c */
 /* A uid no account uses, a new one at each call (root hosts). */
@@ -198,9 +206,7 @@ void shim_local_lost(const struct shim_local *l, int rc, int st,
  * sandbox is up, so that the two do not start at once. prepare: starts
  * one in the background unless one is starting or waiting already. */
 struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
-/* Are sandboxes made from a and b interchangeable before they ran code? */
-int shim_local_same_params(const struct shim_local_params *a,
-                           const struct shim_local_params *b);
+
 int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
 void shim_local_spare_prepare(const struct shim_local_params *p);
 

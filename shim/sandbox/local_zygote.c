@@ -44,8 +44,6 @@
 
 #define ZYG_MAX 4
 #define FORK_WAIT_MS 10000 /* for the forked sandbox to be set up */
-#define STOP_WAIT_MS 2000  /* for its namespace to end after the close */
-#define KILL_WAIT_MS 2000  /* after the kill */
 #define MAX_JOIN 4
 
 enum { EMPTY, SPAWNING, STARTING, UP, FAILED };
@@ -365,37 +363,6 @@ void shim_local_zygote_stats(struct shim_local_zygote_stats *out)
         }
     }
     pthread_mutex_unlock(&mu);
-}
-
-/* Waits up to ms for the end of the life socket; 1 once it ended. */
-static int ended(int fd, int ms)
-{
-    int64_t end = shim_clock_ms() + ms;
-    char b[64];
-
-    for (;;) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int64_t left = end - shim_clock_ms();
-        ssize_t r;
-
-        if (left <= 0)
-            return 0;
-        if (poll(&pf, 1, (int)left) <= 0)
-            continue;
-        r = read(fd, b, sizeof(b));
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-            return 1;
-    }
-}
-
-void shim_local_zygote_stop(struct shim_local *l)
-{
-    if (!ended(l->life, STOP_WAIT_MS)) {
-        if (send(l->life, "K", 1, MSG_NOSIGNAL) != 1 ||
-            !ended(l->life, KILL_WAIT_MS))
-            LOG_WARN("sandbox (pid %ld) did not end", (long)l->pid);
-    }
-    shim_local_close_fd(&l->life);
 }
 
 /* At exit: each server is stopped in order (it is not left to die with

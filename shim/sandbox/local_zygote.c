@@ -28,6 +28,11 @@
  * - Stop: as for any sandbox the control socket is closed first (the
  *   supervisor ends everything); then, if its namespace is not gone in
  *   time, b"K" on the life socket has the server's child kill it.
+ * - Privilege: the server keeps the capabilities of its namespaces (each
+ *   fork drops them all). As root it is root in its jail, without a user
+ *   namespace of its own, so that it can give each sandbox a fresh uid as
+ *   cold starts do; it never runs the code, and reads only the host's
+ *   requests on its socket.
  * - Fork of the host: the child forgets the parent's servers (their
  *   sandboxes belong to the parent) and starts its own when it needs one. */
 #include "local_int.h"

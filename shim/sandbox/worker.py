@@ -13,6 +13,9 @@
 #       the worker: the first one started together with the supervisor by
 #       local_jail.c's start-up shell (their Python start-ups overlap), later
 #       ones by the supervisor, after each loss.
+#   python3 -I -B -c <this source> zygote ...
+#       the fork server (local_zygote.c; see _zygote below): each sandbox
+#       it forks becomes a supervisor as above, which forks its workers.
 #
 # The supervisor talks to the host over FD, starts the notebook
 # interpreter, enforces the per-execution wall-clock limit, captures

@@ -946,14 +946,16 @@ def _worker():
 # It never runs the code: each fork makes its namespaces, limits and
 # filter, then becomes that sandbox's supervisor (PID 1 of its own PID
 # namespace) and forks the worker from there.
-#   zygote child C (in the zygote's PID namespace): joins the cgroups,
-#     unshares mount, PID, IPC, network, UTS and cgroup namespaces, forks
-#     the sandbox's PID 1, writes its uid and gid maps, then waits for it
+#   zygote child C (in the zygote's PID namespace): unshares the PID
+#     namespace, forks the sandbox's PID 1, moves it into its cgroups
+#     (while it sets itself up), writes its uid and gid maps, waits for it
 #     to end (reaped: the whole namespace is gone) and exits, which the
 #     host sees as the end of the life socket; b"K" on it kills the
 #     sandbox.
-#   sandbox PID 1: fresh tmpfs on /dev/shm, /mnt/data and /tmp, a /proc of
-#     its PID namespace (masked like bwrap's), loopback up, a user
+#   sandbox PID 1: mount, IPC, network and UTS namespaces (and, once in
+#     its cgroups, a cgroup namespace), fresh tmpfs on /dev/shm, /mnt/data
+#     and /tmp, a /proc of its PID namespace (masked like bwrap's),
+#     loopback up, a user
 #     namespace of its own (uid 1000 inside, the requested uid outside,
 #     no further user namespaces), every capability dropped, no_new_privs,
 #     the seccomp filter; then the supervisor.
@@ -1103,8 +1105,8 @@ def _zygote():
             e = ctypes.get_errno()
             die("%s: %s" % (what, os.strerror(e)))
 
-    NS = 0x00020000 | 0x08000000 | 0x40000000 | 0x04000000 | \
-        0x02000000  # mount ipc net uts cgroup
+    NS = 0x00020000 | 0x08000000 | 0x40000000 | 0x04000000  # mnt ipc net uts
+    CLONE_NEWCGROUP = 0x02000000
     CLONE_NEWPID = 0x20000000
     CLONE_NEWUSER = 0x10000000
     MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND = 2, 4, 8, 4096
@@ -1175,6 +1177,8 @@ def _zygote():
             die("no uid map")
         os.close(w_ready)
         os.close(r_go)
+        # in its cgroups now (C moved us): their namespace starts there
+        check(libc.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
         os.setresgid(uid_in, uid_in, uid_in)
         os.setresuid(uid_in, uid_in, uid_in)
         with open("/proc/sys/user/max_user_namespaces", "w") as f:
@@ -1199,9 +1203,6 @@ def _zygote():
         os.close(host)
         try:
             os.dup2(err, 2)
-            for j in fds[3:]:
-                os.write(j, b"0")
-                os.close(j)
             check(libc.unshare(CLONE_NEWPID), "unshare(pid)")
             r_ready, w_ready = os.pipe()
             r_go, w_go = os.pipe()
@@ -1219,6 +1220,15 @@ def _zygote():
             os.close(r_go)
             os.close(ctl)
             os.close(err)
+            # Its cgroups, while it sets itself up (the migration is slow
+            # on cgroup v1): it runs nothing of its own before "g".
+            try:
+                for j in fds[3:]:
+                    os.write(j, b"%d" % pid)
+                    os.close(j)
+            except OSError:
+                os.kill(pid, 9)
+                raise
             if os.read(r_ready, 1) == b"u":
                 for f, t in (("setgroups", "deny"),
                              ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),

@@ -231,6 +231,7 @@ static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *s
 int main(int argc, char **argv)
 {
     const struct shim_config *cfg;
+    struct shim_config sb_cfg;
     struct shim_sandbox *sb = NULL;
     struct sigaction sa;
     int ready[2], lfd;
@@ -272,7 +273,12 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    if (shim_sandbox_open(cfg, &sb) < 0)
+    /* One sandbox for the daemon's whole life: a fork server of its own
+     * would cost a second Python and its imports for nothing (it forks
+     * only when the sandbox is lost), so it starts the cold way. */
+    sb_cfg = *cfg;
+    sb_cfg.fork_server = 0;
+    if (shim_sandbox_open(&sb_cfg, &sb) < 0)
         return 1;
     snprintf(cid, sizeof(cid), "%s", argc == 4 ? argv[3] : shim_sandbox_container_id(sb));
     write_file(dir, "cntr", cid);

@@ -46,6 +46,8 @@ struct shim_config {
     int unsafe_no_isolation;            /* CODESHIM_UNSAFE_NO_ISOLATION=1 */
     char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */
     int warm_spare;                     /* CODESHIM_WARM_SPARE: 0|1 */
+    int fork_server;                    /* CODESHIM_FORK_SERVER: 0|1 */
+    char preload_modules[512];          /* CODESHIM_PRELOAD_MODULES */
     /* The e2b backend (CODESHIM_SANDBOX=e2b), named as e2b's SDKs name
      * them. The key is a secret: never logged, traced or written. */
     char e2b_api_key[256];       /* CODESHIM_E2B_API_KEY, else E2B_API_KEY */

@@ -259,6 +259,9 @@ void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn
     c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
     get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
     c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
+    c->fork_server = (int)get_num(&p, "CODESHIM_FORK_SERVER", 1, 0, 1);
+    get_str(&p, "CODESHIM_PRELOAD_MODULES", "numpy,pandas,matplotlib.pyplot",
+            c->preload_modules, sizeof(c->preload_modules));
     get_e2b(&p, c);
     c->file_max = get_size(&p, "CODESHIM_FILE_MAX", 100ULL << 20, 1ULL << 10, 2ULL << 30);
     c->files_disk = get_size(&p, "CODESHIM_FILES_DISK", 1ULL << 30, 1ULL << 20, 1ULL << 40);

@@ -73,6 +73,9 @@ static void params_init(struct shim_local_params *p,
     p->open_files = cfg->open_files_limit > 0 ? cfg->open_files_limit : 1024;
     p->procs = cfg->procs_limit > 0 ? cfg->procs_limit : 256;
     p->cpu_s = cfg->cpu_time_s > 0 ? cfg->cpu_time_s : 3600;
+    p->fork_server = cfg->fork_server && !p->unsafe;
+    p->fork = p->fork_server ? shim_local_zygote_fork : NULL;
+    snprintf(p->preload, sizeof(p->preload), "%s", cfg->preload_modules);
 }
 
 static int local_create(const struct shim_config *cfg, void **state)

@@ -12,6 +12,8 @@
  *   local_spare.c  the warm spare: the next sandbox, started in advance
  *   local_files.c  the files of /mnt/data, read and written between
  *                  executions
+ *   local_zygote.c the fork server: sandboxes forked from a pre-imported,
+ *                  isolated Python (worker.py's _zygote)
  * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
  *
  * A struct shim_local is one sandbox instance; it is used by one thread at a
@@ -42,6 +44,11 @@
 /* The private tmpfs (/dev/shm, /mnt/data, /tmp) spawn.c mounts arrive at
  * NFDS.. for bwrap --bind-fd, which closes them once bound. */
 #define NTMPFS 3
+/* Where a CODESHIM_PYTHON environment outside /usr is seen in a sandbox:
+ * not below the private tmpfs that would hide it. */
+#define SHIM_ENV_MNT "/opt/codeshim-python"
+
+struct shim_local;
 
 /* What a sandbox is made from: the configuration with its defaults
  * applied. Two sandboxes with equal params are interchangeable before
@@ -55,11 +62,18 @@ struct shim_local_params {
     size_t output_cap;
     unsigned long long memory, file_size, disk, inodes;
     int procs, cpu_s, open_files;
+    int fork_server;   /* started from a fork server (local_zygote.c) */
+    char preload[512]; /* what the fork server imports */
+    /* shim_local_zygote_fork when fork_server is set (local.c sets it:
+     * local_proc.c calls it through this, below the fork server's layer) */
+    int (*fork)(struct shim_local *l);
 };
 
 struct shim_local {
     struct shim_local_params p;
-    char python_real[PATH_MAX]; /* sandbox mode: python, links resolved */
+    char python_real[PATH_MAX]; /* sandbox mode: the python run inside */
+    char env_prefix[PATH_MAX];  /* a virtualenv's or conda's prefix outside
+                                   /usr, bound read-only at SHIM_ENV_MNT */
     char root[SHIM_PATH_MAX]; /* unsafe mode: our private host directory */
     pid_t pid;    /* bwrap (unsafe: the supervisor), or -1 */
     int fd;       /* our end of the control socket, non-blocking, or -1 */
@@ -73,6 +87,9 @@ struct shim_local {
     struct shim_cgroup cg; /* this start's cgroup (cgroup.c), or empty */
     int own_tmpfs; /* this start's tmpfs are spawn.c's (with inode limits),
                       not bwrap's */
+    int zygote;   /* this is a fork server (local_zygote.c), no sandbox */
+    int life;     /* forked from one: its life socket (pid is then the
+                     sandbox's PID 1, not our child), or -1 */
 };
 
 
@@ -82,6 +99,11 @@ static inline void shim_local_close_fd(int *fd)
         close(*fd);
     *fd = -1;
 }
+
+/* local_proc.c: are sandboxes made from a and b interchangeable before
+ * they ran code? */
+int shim_local_same_params(const struct shim_local_params *a,
+                           const struct shim_local_params *b);
 
 /* local_proc.c: a new instance (nothing started); NULL when out of memory. */
 struct shim_local *shim_local_new(const struct shim_local_params *p);
@@ -95,7 +117,16 @@ int shim_local_start(struct shim_local *l);
 int shim_local_wait_up(struct shim_local *l);
 int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
 
+/* local_zygote.c: starts l (cgroup made, nothing started) as a fork of
+ * the fork server made from l->p; that server is started at the second
+ * call of the process. 0 (l->fd, errfd, life and pid set, hello to
+ * come), or -errno: none is ready or it failed, the caller starts l as
+ * without one. Called by shim_local_start through l->p.fork. */
+int shim_local_zygote_fork(struct shim_local *l);
+
 /* local_jail.c */
+/* A uid no account uses, a new one at each call (root hosts). */
+uid_t shim_local_fresh_uid(void);
 /* Fills *sp (path, argv, envp, cwd, credentials; not fds) and, isolated,
  * fds[4..6] (seccomp, passwd, group: the caller closes them) to start the
  * sandbox; *mem owns what sp points to (free() it after the spawn). On
@@ -177,6 +208,7 @@ void shim_local_lost(const struct shim_local *l, int rc, int st,
  * sandbox is up, so that the two do not start at once. prepare: starts
  * one in the background unless one is starting or waiting already. */
 struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
+
 int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
 void shim_local_spare_prepare(const struct shim_local_params *p);
 

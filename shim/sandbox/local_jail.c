@@ -254,24 +254,25 @@ static void etc_files(struct cmd *c)
 /* Host-identifying /proc files, masked as container runtimes do: the
  * host's /dev/null bound over each (reads are empty, writes vanish). Only
  * those this kernel has: bwrap cannot make a mount point in /proc. */
+static const char *const proc_mask_files[] = {
+    "/proc/cmdline",      "/proc/sys/kernel/random/boot_id",
+    "/proc/kcore",        "/proc/keys",
+    "/proc/key-users",    "/proc/timer_list",
+    "/proc/timer_stats",  "/proc/sched_debug",
+    "/proc/latency_stats", "/proc/config.gz",
+    "/proc/iomem",        "/proc/ioports",
+    "/proc/partitions",   "/proc/diskstats",
+    "/proc/swaps",        NULL,
+};
+
 static void proc_masks(struct cmd *c)
 {
-    static const char *const files[] = {
-        "/proc/cmdline",      "/proc/sys/kernel/random/boot_id",
-        "/proc/kcore",        "/proc/keys",
-        "/proc/key-users",    "/proc/timer_list",
-        "/proc/timer_stats",  "/proc/sched_debug",
-        "/proc/latency_stats", "/proc/config.gz",
-        "/proc/iomem",        "/proc/ioports",
-        "/proc/partitions",   "/proc/diskstats",
-        "/proc/swaps",
-    };
     struct stat st;
     size_t i;
 
-    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (lstat(files[i], &st) == 0 && S_ISREG(st.st_mode))
-            args3(c, "--dev-bind", "/dev/null", files[i]);
+    for (i = 0; proc_mask_files[i]; i++)
+        if (lstat(proc_mask_files[i], &st) == 0 && S_ISREG(st.st_mode))
+            args3(c, "--dev-bind", "/dev/null", proc_mask_files[i]);
 }
 
 static int memfd_with(const char *name, const char *text)
@@ -370,6 +371,99 @@ static void tmpfs_args(struct cmd *c, const struct shim_local *l)
     }
 }
 
+static void jail_args(struct cmd *c, const struct shim_local *l);
+
+/* The fork server's own arguments (worker.py's _zygote): what each
+ * sandbox it forks mounts and limits. */
+static void zygote_args(struct cmd *c, const struct shim_local *l)
+{
+    char *p;
+    size_t room, n = 0;
+    int i, w;
+
+    arg(c, "4"); /* the seccomp filter, read at start */
+    argf(c, "%s", l->p.preload);
+    argf(c, "%u", 0u); /* unused: each fork names its uid */
+    p = c->arena + c->used;
+    room = ARENA - c->used;
+    for (i = 0; i < NTMPFS && n < room; i++) {
+        w = snprintf(p + n, room - n, "%s%s=size=%llu,nr_inodes=%llu,mode=0755",
+                     i ? "|" : "", tmpfs_dest[i], tmpfs_size(l, i),
+                     tmpfs_inodes(l, i));
+        n += w > 0 ? (size_t)w : room;
+    }
+    if (n >= room) {
+        c->overflow = 1;
+        return;
+    }
+    c->used += n + 1;
+    arg(c, p);
+    p = c->arena + c->used;
+    room = ARENA - c->used;
+    n = 0;
+    p[0] = '\0';
+    for (i = 0; proc_mask_files[i] && n < room; i++) {
+        struct stat st;
+
+        if (lstat(proc_mask_files[i], &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        w = snprintf(p + n, room - n, "%s%s", n ? "|" : "", proc_mask_files[i]);
+        n += w > 0 ? (size_t)w : room;
+    }
+    if (n >= room) {
+        c->overflow = 1;
+        return;
+    }
+    c->used += n + 1;
+    arg(c, p);
+    argf(c, "%lld", (long long)l->p.timeout_s * 1000);
+    argf(c, "%zu", l->p.output_cap + OUT_SLACK);
+    argf(c, "%llu", l->p.memory);
+    argf(c, "%d", l->p.procs);
+    argf(c, "%llu", l->p.file_size);
+    argf(c, "%d", l->p.cpu_s);
+}
+
+/* The fork server's jail: the sandbox's layout and environment, all
+ * namespaces but (as root) the user one, and every capability within
+ * them, which each fork drops (worker.py). No seccomp filter: each fork
+ * installs it. As root the server is root (it maps a fresh uid for each
+ * sandbox); else uid 1000 of a user namespace of its own. */
+static void zygote_bwrap_args(struct cmd *c, const struct shim_local *l)
+{
+    arg(c, l->p.bwrap);
+    if (geteuid() == 0) {
+        arg(c, "--unshare-ipc");
+        arg(c, "--unshare-pid");
+        arg(c, "--unshare-net");
+        arg(c, "--unshare-uts");
+        arg(c, "--unshare-cgroup-try");
+    } else {
+        arg(c, "--unshare-all");
+        arg(c, "--unshare-user");
+        args2(c, "--uid", SANDBOX_UID);
+        args2(c, "--gid", SANDBOX_UID);
+    }
+    args2(c, "--hostname", "sandbox");
+    arg(c, "--die-with-parent");
+    arg(c, "--new-session");
+    arg(c, "--as-pid-1");
+    args2(c, "--cap-add", "ALL");
+    jail_args(c, l);
+    arg(c, "--");
+    arg(c, l->python_real[0] ? l->python_real : l->p.python);
+    arg(c, "-I");
+    arg(c, "-B");
+    arg(c, "-c");
+    arg(c, BOOT_PY);
+    arg(c, shim_worker_py);
+    arg(c, shim_worker_pyc_tag);
+    arg(c, shim_worker_pyc);
+    arg(c, "zygote");
+    arg(c, "3");
+    zygote_args(c, l);
+}
+
 static void bwrap_args(struct cmd *c, const struct shim_local *l)
 {
     arg(c, l->p.bwrap);
@@ -388,6 +482,16 @@ static void bwrap_args(struct cmd *c, const struct shim_local *l)
     arg(c, "--as-pid-1");
     arg(c, "--cap-drop");
     arg(c, "ALL");
+    jail_args(c, l);
+    args2(c, "--seccomp", "4");
+    arg(c, "--");
+    start_args(c, l, "/mnt/data");
+}
+
+/* What a sandbox and the fork server share: the environment and the
+ * filesystem. */
+static void jail_args(struct cmd *c, const struct shim_local *l)
+{
     /* environment: nothing inherited */
     arg(c, "--clearenv");
     args3(c, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin");
@@ -399,26 +503,33 @@ static void bwrap_args(struct cmd *c, const struct shim_local *l)
     args3(c, "--setenv", "TMPDIR", "/tmp");
     /* filesystem: the system read-only, private writable places */
     args3(c, "--ro-bind", "/usr", "/usr");
+    if (l->env_prefix[0]) {
+        arg(c, "--ro-bind");
+        argf(c, "%s", l->env_prefix);
+        arg(c, SHIM_ENV_MNT);
+    }
     system_dirs(c);
     etc_files(c);
     args3(c, "--ro-bind-data", "5", "/etc/passwd");
     args3(c, "--ro-bind-data", "6", "/etc/group");
     args2(c, "--proc", "/proc");
-    proc_masks(c);
+    if (!l->zygote) /* each fork masks its own /proc */
+        proc_masks(c);
     args2(c, "--dev", "/dev");
     tmpfs_args(c, l);
+    if (l->zygote) { /* bwrap as root would make /home 0700 */
+        args2(c, "--perms", "0755");
+        args2(c, "--dir", "/home");
+    }
     args3(c, "--symlink", "/tmp", "/home/sandbox");
     /* nothing else writable: not /dev (bwrap's tmpfs) nor the root */
     args2(c, "--remount-ro", "/dev");
     args2(c, "--remount-ro", "/");
     args2(c, "--chdir", "/mnt/data");
-    args2(c, "--seccomp", "4");
-    arg(c, "--");
-    start_args(c, l, "/mnt/data");
 }
 
 /* A uid no account uses, different for every sandbox (root hosts only). */
-static uid_t fresh_uid(void)
+uid_t shim_local_fresh_uid(void)
 {
     uint32_t r = 0;
 
@@ -427,17 +538,67 @@ static uid_t fresh_uid(void)
     return (uid_t)(0x40000000u + (r & 0x0fffffffu));
 }
 
+static int in_usr(const char *path)
+{
+    return strncmp(path, "/usr", 4) == 0 && (path[4] == '/' || !path[4]);
+}
+
+/* An environment's prefix: python is PREFIX/bin/NAME, and PREFIX is a
+ * virtualenv (pyvenv.cfg) or outside /usr (conda's and others' own
+ * interpreters). 0 and out set, or -ENOENT. */
+static int env_prefix(const char *python, char *out, size_t outsz)
+{
+    const char *slash = strrchr(python, '/');
+    char cfg[PATH_MAX];
+    struct stat st;
+    size_t n;
+
+    if (python[0] != '/' || !slash || slash - python < 5 ||
+        strncmp(slash - 4, "/bin", 4) != 0)
+        return -ENOENT;
+    n = (size_t)(slash - 4 - python);
+    if (n == 0 || n >= outsz || n + 12 >= sizeof(cfg))
+        return -ENOENT;
+    memcpy(out, python, n);
+    out[n] = '\0';
+    snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", out);
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        out[0] = '\0';
+        return -ENOENT;
+    }
+    if (!in_usr(out) || access(cfg, F_OK) == 0)
+        return 0;
+    out[0] = '\0';
+    return -ENOENT;
+}
+
 /* Is the interpreter inside the part of the host the sandbox sees? Sets
- * l->python_real (a link to it outside /usr would not be seen). */
+ * l->python_real, what the sandbox runs: python with its links resolved
+ * (a link outside /usr would not be seen), or, for an environment (see
+ * env_prefix), python as the environment names it, so that Python finds
+ * the environment (pyvenv.cfg, its lib) from it: at SHIM_ENV_MNT when the
+ * prefix is outside /usr (l->env_prefix, bound there read-only). */
 static int python_visible(struct shim_local *l)
 {
     char *real = l->python_real;
 
     real[0] = '\0';
+    l->env_prefix[0] = '\0';
     if (!realpath(l->p.python, real)) {
         real[0] = '\0';
         shim_local_fail(l, LF_PYTHON_MISSING, strerror(errno));
         return -ENOENT;
+    }
+    if (env_prefix(l->p.python, l->env_prefix, sizeof(l->env_prefix)) == 0) {
+        const char *name = strrchr(l->p.python, '/') + 1;
+
+        if (in_usr(l->env_prefix)) {
+            snprintf(real, PATH_MAX, "%s", l->p.python);
+            l->env_prefix[0] = '\0'; /* seen where it is */
+        } else {
+            snprintf(real, PATH_MAX, "%s/bin/%s", SHIM_ENV_MNT, name);
+        }
+        return 0;
     }
     if (strncmp(real, "/usr/", 5) != 0) {
         shim_local_fail(l, LF_PYTHON_OUTSIDE, real);
@@ -472,18 +633,22 @@ static const char *tmpfs_place(const struct shim_local *l)
 {
     static const char *const dirs[] = {"/tmp", "/mnt", "/media", "/srv",
                                        "/var/tmp"};
-    char real[PATH_MAX], given[SHIM_PATH_MAX + 2];
+    char real[PATH_MAX], given[SHIM_PATH_MAX + 2], env_real[PATH_MAX];
+    const char *env = l->env_prefix; /* bound from there too */
     size_t i;
 
     if (!realpath(l->p.bwrap, real))
         return NULL;
+    if (!env[0] || !realpath(env, env_real))
+        snprintf(env_real, sizeof(env_real), "%s", env);
     snprintf(given, sizeof(given), "%s%s", l->p.bwrap[0] == '/' ? "" : "/",
              l->p.bwrap);
     for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
         struct stat st;
 
         if (lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
-            !under(real, dirs[i]) && !under(given, dirs[i]))
+            !under(real, dirs[i]) && !under(given, dirs[i]) &&
+            !under(env, dirs[i]) && !under(env_real, dirs[i]))
             return dirs[i];
     }
     return NULL;
@@ -562,7 +727,10 @@ static int bwrap_command(struct shim_local *l, struct command *m,
     }
     if (l->own_tmpfs && !(at = tmpfs_place(l)))
         l->own_tmpfs = 0; /* bwrap's own tmpfs then */
-    bwrap_args(&m->c, l);
+    if (l->zygote)
+        zygote_bwrap_args(&m->c, l);
+    else
+        bwrap_args(&m->c, l);
     m->env[0] = (char *)"PATH=/usr/bin:/bin";
     m->env[1] = NULL;
     sp->path = l->p.bwrap;
@@ -583,12 +751,12 @@ static int bwrap_command(struct shim_local *l, struct command *m,
             shim_local_fail(l, LF_SECCOMP, strerror(-rc));
             return rc;
         }
-    if (geteuid() == 0) {
+    if (geteuid() == 0 && !l->zygote) {
         /* bwrap as root would keep the host's root in the sandbox's
          * user namespace (and RLIMIT_NPROC spares root): run it as a
          * fresh unprivileged user instead */
         sp->setid = 1;
-        sp->uid = fresh_uid();
+        sp->uid = shim_local_fresh_uid();
         sp->gid = (gid_t)sp->uid;
     }
     tmpfs_specs(l, at, m, sp);

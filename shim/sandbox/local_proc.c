@@ -130,6 +130,19 @@ out:
     return rc;
 }
 
+int shim_local_same_params(const struct shim_local_params *a,
+                           const struct shim_local_params *b)
+{
+    return !strcmp(a->python, b->python) && !strcmp(a->bwrap, b->bwrap) &&
+           !strcmp(a->tmpdir, b->tmpdir) && a->unsafe == b->unsafe &&
+           a->timeout_s == b->timeout_s && a->output_cap == b->output_cap &&
+           a->memory == b->memory && a->file_size == b->file_size &&
+           a->disk == b->disk && a->procs == b->procs && a->cpu_s == b->cpu_s &&
+           a->inodes == b->inodes && a->open_files == b->open_files &&
+           a->fork_server == b->fork_server &&
+           !strcmp(a->preload, b->preload);
+}
+
 /* Says once that what failed at the spawn is done without from now on. */
 static void give_up(int *flag, const char *what, int rc)
 {
@@ -147,6 +160,7 @@ struct shim_local *shim_local_new(const struct shim_local_params *p)
     l->pid = -1;
     l->fd = -1;
     l->errfd = -1;
+    l->life = -1;
     shim_cgroup_init(&l->cg);
     return l;
 }
@@ -157,12 +171,17 @@ int shim_local_start(struct shim_local *l)
     int rc, tries;
 
     for (tries = 0; tries < 3; tries++) {
-        l->own_tmpfs =
-            !l->p.unsafe && !__atomic_load_n(&no_tmpfs, __ATOMIC_RELAXED);
+        l->own_tmpfs = !l->p.unsafe && !l->zygote &&
+                       !__atomic_load_n(&no_tmpfs, __ATOMIC_RELAXED);
         failed = SHIM_SPAWN_OTHER;
         shim_cgroup_destroy(&l->cg); /* none left from before, normally */
-        if (!__atomic_load_n(&no_join, __ATOMIC_RELAXED))
+        if (!l->zygote && !__atomic_load_n(&no_join, __ATOMIC_RELAXED))
             shim_cgroup_create(&l->cg, l->p.memory, l->p.procs + BWRAP_TASKS);
+        /* forked from the fork server if one is up, else the cold way */
+        if (tries == 0 && l->p.fork && l->p.fork(l) == 0) {
+            shim_cgroup_joined(&l->cg);
+            return 0;
+        }
         rc = start_once(l, &failed);
         shim_cgroup_joined(&l->cg);
         if (rc == 0)
@@ -212,6 +231,40 @@ static void read_errors(struct shim_local *l, char *out, size_t outsz)
             out[i] = ' ';
 }
 
+/* Waits up to ms for the end of a forked sandbox's life socket (its PID
+ * namespace is gone); 1 once it ended. */
+static int ended(int fd, int ms)
+{
+    int64_t end = shim_clock_ms() + ms;
+    char b[64];
+
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int64_t left = end - shim_clock_ms();
+        ssize_t r;
+
+        if (left <= 0)
+            return 0;
+        if (poll(&pf, 1, (int)left) <= 0)
+            continue;
+        r = read(fd, b, sizeof(b));
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            return 1;
+    }
+}
+
+/* A sandbox forked from the fork server (local_zygote.c), its control
+ * socket closed: the supervisor ends everything; if that takes too long,
+ * b"K" on the life socket has the server's child kill its PID 1. */
+static void stop_forked(struct shim_local *l)
+{
+    if (!ended(l->life, STOP_MS)) {
+        if (send(l->life, "K", 1, MSG_NOSIGNAL) != 1 || !ended(l->life, STOP_MS))
+            LOG_WARN("sandbox (pid %ld) did not end", (long)l->pid);
+    }
+    shim_local_close_fd(&l->life);
+}
+
 /* Ends the sandbox: closing the socket makes the supervisor kill every
  * process and exit (PID 1 gone, the kernel ends the namespace); bwrap then
  * exits. A sandbox still starting gets there too: its supervisor's hello
@@ -227,7 +280,9 @@ int shim_local_stop(struct shim_local *l, char *err, size_t errsz)
     pid_t r = 0;
 
     shim_local_close_fd(&l->fd);
-    if (l->pid > 0) {
+    if (l->life >= 0) {
+        stop_forked(l); /* not our child: its life socket */
+    } else if (l->pid > 0) {
         for (i = 0; i < STOP_MS; i++) {
             r = waitpid(l->pid, &st, WNOHANG);
             if (r != 0 && !(r < 0 && errno == EINTR))

@@ -13,6 +13,9 @@
 #       the worker: the first one started together with the supervisor by
 #       local_jail.c's start-up shell (their Python start-ups overlap), later
 #       ones by the supervisor, after each loss.
+#   python3 -I -B -c <this source> zygote ...
+#       the fork server (local_zygote.c; see _zygote below): each sandbox
+#       it forks becomes a supervisor as above, which forks its workers.
 #
 # The supervisor talks to the host over FD, starts the notebook
 # interpreter, enforces the per-execution wall-clock limit, captures
@@ -344,6 +347,8 @@ def _supervisor():
 
     def spawn():
         a, b = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        if _Z.stash is not None:
+            return spawn_forked(a, b)
         try:
             pid = os.posix_spawn(
                 sys.executable, worker_argv, os.environ,
@@ -353,6 +358,33 @@ def _supervisor():
             a.close()
             b.close()
             return
+        b.close()
+        a.setblocking(False)
+        W.pid = pid
+        W.sock = a
+
+    def spawn_forked(a, b):
+        # Forked from the zygote: the worker is a fork of us, with the
+        # preloaded modules already in memory (we never run the code).
+        try:
+            pid = os.fork()
+        except OSError:
+            a.close()
+            b.close()
+            return
+        if pid == 0:
+            try:
+                _signal.set_wakeup_fd(-1)
+                for n in (_signal.SIGCHLD, _signal.SIGINT, _signal.SIGTERM):
+                    _signal.signal(n, _signal.SIG_DFL)
+                os.dup2(b.fileno(), 3)
+                os.closerange(4, 1 << 20)
+                _prctl(4, 1)  # dumpable, as a new interpreter is: its
+                # /proc/self files are its own (oom_score_adj above all)
+                sys.argv = ["", "worker", "3", mode] + [str(v) for v in limits]
+                _worker()
+            finally:
+                os._exit(70)
         b.close()
         a.setblocking(False)
         W.pid = pid
@@ -769,6 +801,9 @@ def _worker():
     import _ast
     import _socket
 
+    if _Z.stash is not None:
+        _fresh_state()
+
     sock = _socket.socket(fileno=os.dup(int(sys.argv[2])))  # away from 3
     os.close(int(sys.argv[2]))
     null_fd = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
@@ -984,7 +1019,381 @@ def _worker():
     os._exit(0)
 
 
+
+
+# ---- the fork server (zygote): see local_zygote.c ----
+#   python3 -I -B -c <this source> zygote FD SECCOMP_FD PRELOAD UID TMPFS
+#                                  MASKS TIMEOUT_MS KEEP MEMORY PROCS
+#                                  FILE_SIZE CPU_S
+# PID 1 of a bubblewrap jail laid out like a sandbox's (its read-only
+# system, its environment), keeping the capabilities of its namespaces:
+# it imports PRELOAD ("a,b.c", missing ones skipped) and then forks one
+# sandbox per request from the host on FD: b"F" + the host uid the
+# sandbox runs as, with descriptors attached (SCM_RIGHTS): the sandbox's
+# control socket, its stderr, a life socket, the cgroup.procs to join.
+# It never runs the code: each fork makes its namespaces, limits and
+# filter, then becomes that sandbox's supervisor (PID 1 of its own PID
+# namespace) and forks the worker from there.
+#   zygote child C (in the zygote's PID namespace): unshares the PID
+#     namespace, forks the sandbox's PID 1, moves it into its cgroups
+#     (while it sets itself up), writes its uid and gid maps, waits for it
+#     to end (reaped: the whole namespace is gone) and exits, which the
+#     host sees as the end of the life socket; b"K" on it kills the
+#     sandbox.
+#   sandbox PID 1: mount, IPC, network and UTS namespaces (and, once in
+#     its cgroups, a cgroup namespace), fresh tmpfs on /dev/shm, /mnt/data
+#     and /tmp, a /proc of its PID namespace (masked like bwrap's),
+#     loopback up, a user
+#     namespace of its own (uid 1000 inside, the requested uid outside,
+#     no further user namespaces), every capability dropped, no_new_privs,
+#     the seccomp filter; then the supervisor.
+# Fresh state: the preloaded modules are out of sys.modules (a fresh
+# sandbox looks like a cold one) until the code imports one of them, when
+# they all come back as they were (_Stash); the worker reseeds random,
+# numpy's global RandomState and multiprocessing's authkey. The hash seed
+# is fixed when an interpreter starts: the sandboxes of one zygote share
+# it.
+class _Z:
+    stash = None  # name -> module: what the zygote imported (forked only)
+
+
+def _prctl(option, arg):
+    # prctl through _ctypes (the ctypes package costs ms of every start)
+    import _ctypes
+
+    class Int(_ctypes._SimpleCData):
+        _type_ = "i"
+
+    class Long(_ctypes._SimpleCData):
+        _type_ = "l"
+
+    class Fn(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = Int
+
+    class Libc:
+        _handle = _ctypes.dlopen(None, 0)
+
+    return Fn(("prctl", Libc()))(Int(option), Long(arg), Long(0), Long(0),
+                                  Long(0))
+
+
+PRELOAD_MIN_MEMORY = 512 << 20  # below this the imports would use up RLIMIT_AS
+
+
+class _Stash:
+    # Puts the preloaded modules back when the code imports one of them:
+    # all of them, so that they keep referring to one another.
+    def __init__(self, mods):
+        self.mods = mods
+        self.spec = None
+
+    def find_spec(self, name, path=None, target=None):
+        mods = self.mods
+        if name not in mods:
+            return None
+        sys.meta_path.remove(self)
+        m = mods.pop(name)
+        for k, v in mods.items():
+            sys.modules.setdefault(k, v)
+        mods.clear()
+        import importlib.machinery
+        spec = importlib.machinery.ModuleSpec(name, self, is_package=hasattr(
+            m, "__path__"))
+        self.held = (m, getattr(m, "__spec__", None))
+        return spec
+
+    def create_module(self, spec):
+        return self.held[0]
+
+    def exec_module(self, module):
+        module.__spec__ = self.held[1]  # as it was imported
+        self.held = None
+
+
+def _fresh_state():
+    # In a new worker: what a fork copied that must differ per sandbox.
+    stash = _Z.stash
+    for name in ("random", "numpy", "multiprocessing"):
+        m = stash.get(name) or sys.modules.get(name)
+        try:
+            if name == "random" and m is not None:
+                m.seed()
+            elif name == "numpy" and m is not None:
+                m.random.seed()
+            elif name == "multiprocessing" and m is not None:
+                m.process.current_process().authkey = os.urandom(32)
+        except Exception:
+            pass
+    if stash:
+        sys.meta_path.insert(0, _Stash(stash))
+
+
+def _zygote():
+    import _signal
+    import _socket
+    import _json  # noqa: F401 (the supervisor's and worker's imports:
+    import select  # never stashed)
+    import resource  # noqa: F401
+    import binascii  # noqa: F401
+    import io  # noqa: F401
+    import _ast  # noqa: F401
+    import _ctypes  # noqa: F401
+    import time  # noqa: F401
+
+    a = sys.argv
+    host = int(a[2])
+    bpf_fd = int(a[3])
+    preload = [m for m in a[4].split(",") if m]
+    uid_in = 1000
+    tmpfs = [t.split("=", 1) for t in a[6].split("|") if t]
+    masks = [m for m in a[7].split("|") if m]
+    sup_args = a[8:10]
+    limits = a[10:14]
+    memory = int(limits[0])
+    baseline = set(sys.modules)
+
+    import ctypes
+    import fcntl
+    import struct
+    import gc
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    bpf = b""
+    while True:
+        b = os.read(bpf_fd, 1 << 16)
+        if not b:
+            break
+        bpf += b
+    os.close(bpf_fd)
+
+    if memory >= PRELOAD_MIN_MEMORY:
+        for name in preload:
+            try:
+                __import__(name)
+            except BaseException:
+                pass  # missing or broken: skipped
+    stash = {k: sys.modules.pop(k) for k in set(sys.modules) - baseline}
+    gc.collect()
+    gc.freeze()  # the collector then leaves the shared pages alone
+
+    def frame(payload):
+        data = len(payload).to_bytes(4, "big") + payload
+        while data:
+            data = data[os.write(host, data):]
+
+    def die(msg):
+        try:
+            os.write(2, ("codeshim fork server: %s\n" % msg).encode())
+        finally:
+            os._exit(72)
+
+    def check(rc, what):
+        if rc != 0:
+            e = ctypes.get_errno()
+            die("%s: %s" % (what, os.strerror(e)))
+
+    NS = 0x00020000 | 0x08000000 | 0x40000000 | 0x04000000  # mnt ipc net uts
+    CLONE_NEWCGROUP = 0x02000000
+    CLONE_NEWPID = 0x20000000
+    CLONE_NEWUSER = 0x10000000
+    MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND = 2, 4, 8, 4096
+    MS_REC, MS_PRIVATE = 16384, 1 << 18
+
+    def mount(src, dst, fs, flags, data):
+        check(libc.mount(src and src.encode(), dst.encode(),
+                         fs and fs.encode(), ctypes.c_ulong(flags),
+                         data and data.encode()), "mount " + dst)
+
+    def lo_up():
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+        try:
+            r = fcntl.ioctl(s, 0x8913, struct.pack("16sh22x", b"lo", 0))
+            flags = struct.unpack("16sh22x", r)[1]
+            fcntl.ioctl(s, 0x8914, struct.pack("16sh22x", b"lo", flags | 1))
+        finally:
+            s.close()
+
+    def drop_caps():
+        last = int(open("/proc/sys/kernel/cap_last_cap").read())
+        for c in range(last + 1):
+            check(libc.prctl(24, c, 0, 0, 0), "PR_CAPBSET_DROP")
+        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+        hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
+        data = (ctypes.c_uint32 * 6)()
+        check(libc.capset(hdr, data), "capset")
+        check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
+
+    def seccomp():
+        class Fprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+        buf = ctypes.create_string_buffer(bpf, len(bpf))
+        prog = Fprog(len(bpf) // 8, ctypes.addressof(buf))
+        check(libc.prctl(22, 2, ctypes.byref(prog), 0, 0), "seccomp")
+
+    def place(fds):
+        # fds[i] becomes i; nothing else stays open
+        high = [os.dup(f) for f in fds]
+        for i, f in enumerate(high):
+            os.dup2(f, 100 + i)
+        for i in range(len(fds)):
+            os.dup2(100 + i, i)
+        os.closerange(len(fds), 1 << 20)
+
+    def sandbox_init(uid_out, ctl, err, life, r_go, w_ready):
+        # PID 1 of the new namespaces; the zygote-only steps, then the
+        # supervisor. Errors go to err (the host's pipe).
+        os.dup2(err, 2)
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with C
+        os.setsid()
+        check(libc.unshare(NS), "unshare")
+        mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        for dst, opts in tmpfs:
+            mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV,
+                  "%s,uid=%d,gid=%d" % (opts, uid_out, uid_out))
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        for m in masks:
+            mount("/dev/null", m, None, MS_BIND, None)
+        lo_up()
+        try:
+            os.setgroups([])
+        except OSError:
+            pass  # not root: no groups but our own to begin with
+        check(libc.unshare(CLONE_NEWUSER), "unshare(user)")
+        os.write(w_ready, b"u")
+        if os.read(r_go, 1) != b"g":
+            die("no uid map")
+        os.close(w_ready)
+        os.close(r_go)
+        # in its cgroups now (C moved us): their namespace starts there
+        check(libc.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
+        os.setresgid(uid_in, uid_in, uid_in)
+        os.setresuid(uid_in, uid_in, uid_in)
+        with open("/proc/sys/user/max_user_namespaces", "w") as f:
+            f.write("0")
+        os.chdir("/mnt/data")
+        drop_caps()
+        null = os.open("/dev/null", os.O_RDWR)
+        # set up: the host learns our pid (SO_PASSCRED) and stops waiting
+        os.write(life, b"P")
+        os.close(life)
+        place([null, null, err, ctl])
+        libc.prctl(4, 0, 0, 0, 0)  # not dumpable (the supervisor checks)
+        seccomp()
+        _Z.stash = stash
+        sys.argv = ["", "sandbox", "3"] + sup_args + limits + ["/mnt/data"]
+        _supervisor()
+        os._exit(0)
+
+    def child(uid_out, fds):
+        # C: between the zygote and the sandbox; never runs the code.
+        ctl, err, life = fds[:3]
+        os.close(host)
+        try:
+            os.dup2(err, 2)
+            check(libc.unshare(CLONE_NEWPID), "unshare(pid)")
+            r_ready, w_ready = os.pipe()
+            r_go, w_go = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(r_ready)
+                    os.close(w_go)
+                    sandbox_init(uid_out, ctl, err, life, r_go, w_ready)
+                except BaseException as e:
+                    import traceback
+                    die("%r %s" % (e, traceback.format_exc().replace("\n", " ")[-300:]))
+                os._exit(73)
+            os.close(w_ready)
+            os.close(r_go)
+            os.close(ctl)
+            os.close(err)
+            # Its cgroups, while it sets itself up (the migration is slow
+            # on cgroup v1): it runs nothing of its own before "g".
+            try:
+                for j in fds[3:]:
+                    os.write(j, b"%d" % pid)
+                    os.close(j)
+            except OSError:
+                os.kill(pid, 9)
+                raise
+            if os.read(r_ready, 1) == b"u":
+                for f, t in (("setgroups", "deny"),
+                             ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),
+                             ("gid_map", "%d %d 1\n" % (uid_in, uid_out))):
+                    with open("/proc/%d/%s" % (pid, f), "w") as fh:
+                        fh.write(t)
+                os.write(w_go, b"g")
+            os.close(w_go)
+            os.close(r_ready)
+            pidfd = os.pidfd_open(pid)
+            while True:
+                r, _, _ = select.select([life, pidfd], [], [])
+                if pidfd in r:
+                    break
+                try:
+                    b = os.read(life, 16)
+                except OSError:
+                    b = b""
+                if b"K" in b:
+                    os.kill(pid, 9)
+                if not b:
+                    select.select([pidfd], [], [])  # the host closed: the
+                    break                           # supervisor ends
+            os.waitpid(pid, 0)
+        except BaseException as e:
+            try:
+                os.write(2, ("codeshim fork server: %r\n" % (e,)).encode())
+            except OSError:
+                pass
+        os._exit(0)
+
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 1)
+    frame(b"H")
+    sock = _socket.socket(fileno=host)
+    buf = b""
+    fds = []
+    while True:
+        while True:  # reap: we are PID 1 of the zygote's namespace
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        r, _, _ = select.select([host], [], [], 1.0)
+        if not r:
+            continue
+        try:
+            b, anc, _f, _a = sock.recvmsg(1 << 12, _socket.CMSG_SPACE(64))
+        except OSError:
+            b = b""
+        if not b:
+            os._exit(0)  # the host is gone or closed us: so are its sandboxes
+        for level, kind, data in anc:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds += [int.from_bytes(data[i:i + 4], sys.byteorder)
+                        for i in range(0, len(data) - 3, 4)]
+        buf += b
+        while len(buf) >= 4 and len(buf) >= 4 + int.from_bytes(buf[:4], "big"):
+            n = int.from_bytes(buf[:4], "big")
+            msg, buf = buf[4:4 + n], buf[4 + n:]
+            mine, fds = fds, []
+            if msg[:1] == b"F" and len(mine) >= 3:
+                try:
+                    if os.fork() == 0:
+                        sock.detach()
+                        child(int(msg[1:]), mine)
+                except OSError:
+                    pass  # the host sees the life socket end
+            for f in mine:
+                os.close(f)
+
+
 if sys.argv[1] == "worker":
     _worker()
+elif sys.argv[1] == "zygote":
+    _zygote()
 else:
     _supervisor()

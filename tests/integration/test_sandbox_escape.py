@@ -27,7 +27,8 @@ from test_core_responses import (ENV, KEY, blocks, bodies, ci_items, curl_cmd,
 UNIT = [REPO / "build" / "sandbox-tests" / "test_sandbox",
         REPO / "build" / "sandbox-tests" / "test_sandbox_escape",
         REPO / "build" / "sandbox-tests" / "test_sandbox_spare",
-        REPO / "build" / "sandbox-tests" / "test_sandbox_limits"]
+        REPO / "build" / "sandbox-tests" / "test_sandbox_limits",
+        REPO / "build" / "sandbox-tests" / "test_sandbox_fork"]
 TEST_USER = "codeshim-test"
 
 

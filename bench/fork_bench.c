@@ -1,0 +1,324 @@
+/* fork_bench.c - what sandboxes forked from the fork server cost, as
+ * ratios against references measured in the same run, each beside its
+ * goal (make bench-fork; make bench runs it too).
+ *
+ *   fork_bench [N]
+ *
+ * References (N times each, interleaved with what they are compared to):
+ *   python  a bare `/usr/bin/python3 -I -c pass` (spawn and wait);
+ *   import  a cold `python3 -I -c "import numpy, pandas, matplotlib.pyplot"`.
+ * Rows (open + first execution until its result is back, unless said):
+ *   cold start       CODESHIM_FORK_SERVER=0, no warm spare: print('ok')
+ *   forked start     the fork server up, no spare: print('ok'); and the
+ *                    open + execution of `pass` alone (the new sandbox ready)
+ *   pooled start     the fork server up and the warm spare (forked from it)
+ *                    ready: open + print('ok'); the pool of one is refilled
+ *                    in the pause before the next
+ *   back to back     open, print('ok'), close, N times in a row, with the
+ *                    fork server and the warm spare (the defaults)
+ *   first import     import numpy, pandas, matplotlib.pyplot in a new
+ *                    sandbox from the server
+ *   warm execution   print('ok') in a sandbox that is up
+ *   idle memory      Private_Clean + Private_Dirty (smaps_rollup) of a
+ *                    forked sandbox's processes after one execution, idle
+ * Measured, never asserted. */
+#include "config.h"
+#include "local_zygote.h"
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAXN 200
+#define IMPORTS "import numpy, pandas, matplotlib.pyplot"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp);
+    return v[n / 2];
+}
+
+static const char *no_env(const char *name, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    return NULL;
+}
+
+static double python(const char *code)
+{
+    char py[] = "/usr/bin/python3", i[] = "-I", cc[] = "-c";
+    char *argv[] = {py, i, cc, (char *)code, NULL};
+    double t0 = now_ms();
+    pid_t pid;
+    int st;
+
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+        return -1;
+    waitpid(pid, &st, 0);
+    return now_ms() - t0;
+}
+
+static int exec_ok(struct shim_sandbox *sb, const char *code)
+{
+    struct shim_exec_result r;
+    int ok;
+
+    if (shim_sandbox_exec(sb, code, strlen(code), &r) != 0)
+        return 0;
+    ok = r.status == SHIM_EXEC_OK;
+    if (!ok)
+        fprintf(stderr, "execution failed: %s\n", r.logs);
+    shim_exec_result_free(&r);
+    return ok;
+}
+
+/* open + first execution of code; the sandbox is closed after (untimed). */
+static double open_exec(const struct shim_config *c, const char *code)
+{
+    struct shim_sandbox *sb = NULL;
+    double t0 = now_ms(), t;
+
+    if (shim_sandbox_open(c, &sb) != 0 || !exec_ok(sb, code))
+        return -1;
+    t = now_ms() - t0;
+    shim_sandbox_close(sb);
+    return t;
+}
+
+static void settle(void)
+{
+    struct timespec ts = {0, 200 * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+static void server_up(const struct shim_config *c)
+{
+    struct shim_local_zygote_stats s;
+    int i;
+
+    open_exec(c, "pass");
+    open_exec(c, "pass"); /* the second start of a process starts it */
+    for (i = 0; i < 600; i++) {
+        shim_local_zygote_stats(&s);
+        if (s.up && (unsigned long)s.up == s.servers_started - s.failed)
+            return;
+        settle();
+    }
+    fprintf(stderr, "no fork server came up\n");
+}
+
+/* Sum of Private_* (kB) of pid's descendants (not pid itself). */
+static long parent_of(long pid)
+{
+    char path[64], buf[512], *p;
+    long ppid = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+        sscanf(p + 2, "%*c %ld", &ppid);
+    fclose(f);
+    return ppid;
+}
+
+static long private_kb(long pid)
+{
+    char path[64], line[256];
+    long kb = 0, v;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/smaps_rollup", pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if ((sscanf(line, "Private_Clean: %ld", &v) == 1) ||
+            (sscanf(line, "Private_Dirty: %ld", &v) == 1))
+            kb += v;
+    fclose(f);
+    return kb;
+}
+
+static long tree_private_kb(long root, int *nproc)
+{
+    long tree[256], kb = 0;
+    int n = 1, grew = 1, i;
+
+    tree[0] = root;
+    while (grew && n < 256) {
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+
+        grew = 0;
+        while (d && (e = readdir(d)) && n < 256) {
+            long p = strtol(e->d_name, NULL, 10), pp;
+            int known = 0;
+
+            if (p <= 0)
+                continue;
+            for (i = 0; i < n; i++)
+                known |= tree[i] == p;
+            if (known || (pp = parent_of(p)) <= 0)
+                continue;
+            for (i = 0; i < n; i++)
+                if (tree[i] == pp) {
+                    tree[n++] = p;
+                    grew = 1;
+                    break;
+                }
+        }
+        if (d)
+            closedir(d);
+    }
+    for (i = 1; i < n; i++)
+        kb += private_kb(tree[i]);
+    *nproc = n - 1;
+    return kb;
+}
+
+/* A child of pid (the zygote: bwrap's only one), and how many it has
+ * (the zygote's: one per sandbox forked from it that is still there). */
+static long a_child(long pid, int *n)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    long found = -1;
+
+    *n = 0;
+    while (d && (e = readdir(d))) {
+        long p = strtol(e->d_name, NULL, 10);
+        if (p > 0 && parent_of(p) == pid) {
+            found = p;
+            ++*n;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void ratio(const char *name, double v, double ref, const char *refname,
+                  double goal)
+{
+    printf("%-44s %9.3f ms = %6.3fx %-8s goal <= %gx%s\n", name, v, v / ref,
+           refname, goal, v / ref <= goal ? "" : "  (not met)");
+}
+
+int main(int argc, char **argv)
+{
+    static double ref_py[MAXN], ref_imp[MAXN], cold[MAXN], pooled[MAXN],
+        ready[MAXN], b2b[MAXN], imp[MAXN], warm[MAXN], pool[MAXN];
+    int n = argc > 1 ? atoi(argv[1]) : 20, ni, i;
+    struct shim_config c, cold_c, spare_c;
+    struct shim_sandbox *sb = NULL;
+    struct shim_local_zygote_stats zs;
+    double t0, py, im;
+    long kb, zyg;
+    int nproc, nsb = 0;
+
+    if (n < 4)
+        n = 4;
+    if (n > MAXN)
+        n = MAXN;
+    ni = n / 4 < 3 ? 3 : n / 4;
+    shim_config_parse(&c, no_env, NULL, NULL);
+    c.warm_spare = 0;
+    cold_c = c;
+    cold_c.fork_server = 0;
+    spare_c = c;
+    spare_c.warm_spare = 1;
+    server_up(&c);
+    for (i = 0; i < n; i++) {
+        ref_py[i] = python("pass");
+        settle();
+        cold[i] = open_exec(&cold_c, "print('ok')");
+        settle();
+        pooled[i] = open_exec(&c, "print('ok')");
+        settle();
+        ready[i] = open_exec(&c, "pass");
+        settle();
+        pool[i] = open_exec(&spare_c, "print('ok')");
+        settle();
+    }
+    for (i = 0; i < ni; i++) {
+        ref_imp[i] = python(IMPORTS);
+        settle();
+        imp[i] = open_exec(&c, IMPORTS);
+        settle();
+    }
+    for (i = 0; i < n; i++) /* back to back: no pause */
+        b2b[i] = open_exec(&spare_c, "print('ok')");
+    if (shim_sandbox_open(&c, &sb) == 0 && exec_ok(sb, "pass")) {
+        for (i = 0; i < n; i++) {
+            t0 = now_ms();
+            exec_ok(sb, "print('ok')");
+            warm[i] = now_ms() - t0;
+        }
+    }
+    settle();
+    shim_local_zygote_stats(&zs);
+    zyg = a_child(zs.server_pid, &nsb);
+    a_child(zyg, &nsb);
+    /* the one open and the spare waiting: each its zygote child, PID 1
+     * and worker; per sandbox */
+    kb = tree_private_kb(zyg, &nproc) / (nsb > 0 ? nsb : 1);
+    shim_sandbox_close(sb);
+
+    py = median(ref_py, n);
+    im = median(ref_imp, ni);
+    printf("fork server benchmarks, N=%d (%d for imports), %ld cores; "
+           "references: python3 -I -c pass %.3f ms, cold import %.3f ms\n",
+           n, ni, sysconf(_SC_NPROCESSORS_ONLN), py, im);
+    ratio("cold start (no fork server): print('ok')", median(cold, n), py,
+          "python", 0.5);
+    ratio("forked start (no spare): print('ok')", median(pooled, n), py,
+          "python", 0.5);
+    printf("%-44s %9.3f ms\n", "new sandbox forked and ready: pass",
+           median(ready, n));
+    ratio("pooled start (spare ready): print('ok')", median(pool, n), py,
+          "python", 0.5);
+    printf("%-44s %9.3f ms   goal <= 5 ms%s\n",
+           "new sandbox ready with the pool warm", median(pool, n),
+           median(pool, n) <= 5 ? "" : "  (not met)");
+    ratio("back to back (fork server + spare)", median(b2b, n), py, "python",
+          0.5);
+    ratio("first import numpy, pandas, matplotlib", median(imp, ni), im,
+          "import", 0.1);
+    ratio("warm execution: print('ok')", median(warm, n), py, "python", 0.5);
+    printf("%-44s %9.1f MB   goal <= 10 MB%s (%d sandboxes, %d "
+           "processes)\n", "idle private memory of a forked sandbox",
+           (double)kb / 1024, kb <= 10 * 1024 ? "" : "  (not met)", nsb,
+           nproc);
+    printf("%-44s %s\n", "session resume from a new program run",
+           "not measured here (sessiond; see the report)");
+    shim_local_zygote_stats(&zs);
+    printf("(%lu sandboxes forked, %lu fork servers started, %lu failed)\n",
+           zs.forks, zs.servers_started, zs.failed);
+    return 0;
+}

@@ -25,7 +25,10 @@ CURL = "/usr/bin/curl"
 MULTIPROG = REPO / "build" / "testprogs" / "multiprog"
 PHP = shutil.which("php", path="/usr/bin")
 KEY = "sk-test-multi-0123456789"
-ENV = {"OPENAI_API_KEY": KEY, "CODESHIM_WARM_SPARE": "0"}
+# no warm spare and no fork server: both are long-lived helpers by design
+# (one spare, one server per settings), which would blur the counts of
+# processes and descriptors that the hygiene tests compare
+ENV = {"OPENAI_API_KEY": KEY, "CODESHIM_WARM_SPARE": "0", "CODESHIM_FORK_SERVER": "0"}
 CI_TOOL = {"type": "code_interpreter", "container": {"type": "auto"}}
 
 

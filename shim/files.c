@@ -86,6 +86,8 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
             LOG_INFO("container %s is not recorded: its files will not be downloadable", f->cid);
     }
     reload(f, cfg, identity);
+    if (bound && !shim_session_is_new(box) && shim_session_is_remote(box))
+        restore(f, cfg, identity, box); /* it may have lost them: put them again */
     if (bound && shim_session_is_new(box)) {
         restore(f, cfg, identity, box);
         snprintf(f->note, sizeof(f->note),

@@ -469,7 +469,8 @@ static int open_remote(struct shim_session *b, const struct shim_session_req *rq
         return open_private(b, rq);
     if (rc < 0)
         return rc;
-    snprintf(b->cid, sizeof(b->cid), "%s", shim_sandbox_container_id(b->sb));
+    /* an explicit container keeps its own id, whatever the backend calls it */
+    snprintf(b->cid, sizeof(b->cid), "%s", b->bind[0] ? b->bind : shim_sandbox_container_id(b->sb));
     if ((old = stale_ref(b, rq)) != NULL)
         expired_note(b, old);
     return 0;
@@ -482,7 +483,7 @@ static void remote_after(struct shim_session *b)
     const char *note = shim_sandbox_take_note(b->sb);
     size_t n = strlen(b->note);
 
-    snprintf(b->cid, sizeof(b->cid), "%s", shim_sandbox_container_id(b->sb));
+    snprintf(b->cid, sizeof(b->cid), "%s", b->bind[0] ? b->bind : shim_sandbox_container_id(b->sb));
     if (note)
         snprintf(b->note + n, sizeof(b->note) - n, "%s", note);
 }
@@ -845,4 +846,9 @@ void shim_session_end(struct shim_session *b)
     if (!b->sb && b->dir[0])
         close_session(b->dir, 5000);
     shim_session_close(b);
+}
+
+int shim_session_is_remote(const struct shim_session *b)
+{
+    return b && b->sb && shim_sandbox_keeps_sessions(b->cfg);
 }

@@ -81,6 +81,9 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
                             const char *cid, struct shim_session **out);
 /* Ends a found session's sandbox now (its supervisor exits) and closes b. */
 void shim_session_end(struct shim_session *b);
+/* Whether the sandbox is kept by its backend elsewhere (e2b): whether it
+ * still holds a container's files codeshim cannot tell. */
+int shim_session_is_remote(const struct shim_session *b);
 /* Whether the sandbox was started by this open (its /mnt/data is empty). */
 int shim_session_is_new(const struct shim_session *b);
 

@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "config.h"
 #include "ids.h"
+#include "json.h"
 #include "log.h"
 #include "sha256.h"
 
@@ -60,7 +61,37 @@ struct e2b {
     char note[512];
     char err[600];      /* an open-time failure, said at the next exec */
     double create_s;    /* create time not yet reported */
+    int dir_ready;      /* /mnt/data made and the working directory */
+    char *listing;      /* the last listing of /mnt/data (JSON), or NULL */
 };
+
+/* What codeshim runs in the sandbox itself, around the model's code (each
+ * an execution of its own; their names start with _cs_ and are deleted). */
+#define SETUP_PY                                                               \
+    "# codeshim: the working directory /mnt/data\n"                            \
+    "import os as _cs_os, subprocess as _cs_sp\n"                              \
+    "if not _cs_os.path.isdir('/mnt/data'):\n"                                 \
+    "    try:\n"                                                               \
+    "        _cs_os.makedirs('/mnt/data')\n"                                   \
+    "    except OSError:\n"                                                    \
+    "        _cs_sp.run(['sudo', '-n', 'install', '-d', '-o', str(_cs_os.getuid()), '-g',"   \
+    " str(_cs_os.getgid()), '/mnt/data'], capture_output=True)\n"              \
+    "_cs_os.chdir('/mnt/data')\n"                                              \
+    "del _cs_os, _cs_sp\n"
+#define LIST_PY                                                                \
+    "# codeshim: the files of /mnt/data\n"                                     \
+    "import os as _cs_os, json as _cs_json\n"                                  \
+    "_cs_l = []\n"                                                             \
+    "for _cs_d, _cs_dn, _cs_fn in _cs_os.walk('/mnt/data'):\n"                 \
+    "    _cs_dn[:] = [x for x in _cs_dn if x != '__pycache__'][:64]\n"         \
+    "    for _cs_f in _cs_fn:\n"                                               \
+    "        _cs_p = _cs_os.path.join(_cs_d, _cs_f)\n"                         \
+    "        if len(_cs_l) < 1000 and _cs_os.path.isfile(_cs_p) and not _cs_os.path.islink(_cs_p):\n" \
+    "            _cs_s = _cs_os.lstat(_cs_p)\n"                                \
+    "            _cs_l.append([_cs_os.path.relpath(_cs_p, '/mnt/data'), _cs_s.st_size,"  \
+    " _cs_s.st_mtime_ns])\n"                                                   \
+    "print(_cs_json.dumps(sorted(_cs_l)))\n"                                   \
+    "del _cs_os, _cs_json, _cs_l\n"
 
 /* ---------------- names ---------------- */
 
@@ -397,6 +428,57 @@ static int ensure_box(struct e2b *e)
     return rc < 0 ? rc : rc == 1 ? 0 : create_box(e);
 }
 
+/* Runs one of codeshim's own cells; its stdout into *text (caller frees),
+ * or NULL when it did not run. */
+static char *own_cell(struct e2b *e, const char *code)
+{
+    struct shim_exec_result r;
+    enum shim_e2b_exec_end end;
+    double secs;
+    char *text = NULL;
+
+    if (send_code(e, code, strlen(code), &r, &end, &secs) == 0 && end == SHIM_E2B_RAN &&
+        r.status == SHIM_EXEC_OK && r.logs) {
+        text = r.logs;
+        r.logs = NULL;
+    }
+    shim_exec_result_free(&r);
+    return text;
+}
+
+static void make_dir(struct e2b *e)
+{
+    free(own_cell(e, SETUP_PY));
+    e->dir_ready = 1;
+}
+
+/* The files of /mnt/data after an execution, as the local backend lists
+ * them: names, and whether anything changed since the last listing. */
+static void list_files(struct e2b *e, struct shim_exec_result *out)
+{
+    char *text = own_cell(e, LIST_PY);
+    cJSON *arr = text ? shim_json_parse(text, strlen(text)) : NULL, *it;
+    size_t n = 0;
+
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(arr);
+        free(text);
+        return;
+    }
+    out->files = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*out->files));
+    cJSON_ArrayForEach(it, arr)
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetArrayItem(it, 0));
+        if (out->files && name && n < SHIM_RESULT_MAX_FILES && (out->files[n] = strdup(name)))
+            n++;
+    }
+    out->nfiles = n;
+    out->files_changed = !e->listing || strcmp(e->listing, text);
+    free(e->listing);
+    e->listing = text;
+    cJSON_Delete(arr);
+}
+
 static int op_exec(void *state, const char *code, size_t len, struct shim_exec_result *out)
 {
     struct e2b *e = state;
@@ -411,6 +493,8 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
     }
     if (!e->have_box && ensure_box(e) < 0)
         return no_sandbox(e, out, e->api.why);
+    if (!e->dir_ready)
+        make_dir(e);
     rc = exec_on_box(e, code, len, out);
     if (rc == 1) { /* vanished: a new sandbox, and the model is told */
         snprintf(old, sizeof(old), "%s", e->tagged ? e->cid : "");
@@ -419,6 +503,9 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
         drop_box(e);
         if (create_box(e) < 0)
             return no_sandbox(e, out, e->api.why);
+        free(e->listing);
+        e->listing = NULL;
+        make_dir(e);
         snprintf(e->note, sizeof(e->note),
                  "[Note: the e2b sandbox%s%s had ended (it expired or was removed); its "
                  "variables, imports and files are gone. This is a new sandbox%s%s%s.]\n",
@@ -429,6 +516,8 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
             rc = text_result(out, SHIM_EXEC_FAILED, "Error: the new e2b sandbox was not "
                              "reachable either (%s); the code was not run.\n", e->api.why);
     }
+    if (rc == 0 && e->have_box && out->status != SHIM_EXEC_TIMEOUT)
+        list_files(e, out);
     out->create_seconds = e->create_s;
     out->remote = 1;
     e->create_s = 0;
@@ -448,6 +537,7 @@ static void op_destroy(void *state)
         e->api.status != 404)
         LOG_WARN("e2b: the request's sandbox was not killed: %s", e->api.why);
     shim_e2b_api_free(&e->api);
+    free(e->listing);
     memset(e, 0, sizeof(*e)); /* the tokens */
     free(e);
 }
@@ -470,6 +560,42 @@ static const char *op_take_note(void *state)
     return note;
 }
 
+/* The files of /mnt/data, through envd (the sandbox is made first when
+ * there is none yet: a container's files may come before any code). */
+static int file_target(struct e2b *e, const char *name, char *abs, size_t n)
+{
+    if (!name[0] || name[0] == '/' || strstr(name, "..") ||
+        snprintf(abs, n, "/mnt/data/%s", name) >= (int)n)
+        return -EINVAL;
+    if (!e->have_box && ensure_box(e) < 0)
+        return -EHOSTUNREACH;
+    if (!e->dir_ready)
+        make_dir(e);
+    return 0;
+}
+
+static int op_file_get(void *state, const char *name, size_t max, char **out, size_t *len)
+{
+    struct e2b *e = state;
+    char abs[600];
+    int rc = file_target(e, name, abs, sizeof(abs));
+
+    *out = NULL;
+    *len = 0;
+    return rc < 0 ? rc : shim_e2b_file_get(&e->api, &e->box, abs, max, out, len);
+}
+
+static int op_file_put(void *state, const char *name, const void *data, size_t len)
+{
+    struct e2b *e = state;
+    char abs[600];
+    int rc = file_target(e, name, abs, sizeof(abs));
+
+    if (rc < 0 || strchr(name, '/'))
+        return rc < 0 ? rc : -EINVAL;
+    return shim_e2b_file_put(&e->api, &e->box, abs, data, len);
+}
+
 const struct shim_sandbox_ops shim_sandbox_e2b = {
     .name = "e2b",
     .create = op_create,
@@ -478,4 +604,6 @@ const struct shim_sandbox_ops shim_sandbox_e2b = {
     .create_at = op_create_at,
     .container_id = op_container_id,
     .take_note = op_take_note,
+    .file_get = op_file_get,
+    .file_put = op_file_put,
 };

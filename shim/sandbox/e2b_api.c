@@ -29,6 +29,7 @@
 #define RETRY_BUDGET_S 10.0 /* waiting on 429s, per call */
 #define RETRY_TRIES 4
 #define JUPYTER_PORT "49999"
+#define ENVD_PORT "49983" /* envd: the file API */
 /* config.c's default: with another E2B_DOMAIN and no E2B_API_URL of its
  * own, the control plane is api.<domain>, as e2b's SDKs make it. */
 #define LINE_MAX_BYTES (16u << 20)       /* one NDJSON line (an image) */
@@ -367,8 +368,8 @@ struct dp_target {
     const char *hdr[7];
 };
 
-static void dp_target(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
-                      const char *path, struct dp_target *t)
+static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
+                         const char *port, const char *path, struct dp_target *t)
 {
     const char *base = a->cfg->e2b_sandbox_url;
     size_t n = strlen(base), k = 0, i;
@@ -378,11 +379,13 @@ static void dp_target(const struct shim_e2b_api *a, const struct shim_e2b_box *b
     if (n)
         snprintf(t->url, sizeof(t->url), "%.*s%s", (int)n, base, path);
     else
-        snprintf(t->url, sizeof(t->url), "https://" JUPYTER_PORT "-%s.%s%s", b->id,
+        snprintf(t->url, sizeof(t->url), "https://%s-%s.%s%s", port, b->id,
                  b->domain[0] ? b->domain : a->cfg->e2b_domain, path);
-    snprintf(t->h[k++], sizeof(t->h[0]), "Content-Type: application/json");
+    snprintf(t->h[k++], sizeof(t->h[0]), strcmp(port, ENVD_PORT)
+                                             ? "Content-Type: application/json"
+                                             : "Content-Type: application/octet-stream");
     snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Id: %s", b->id);
-    snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Port: " JUPYTER_PORT);
+    snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Port: %s", port);
     if (b->envd_token[0])
         snprintf(t->h[k++], sizeof(t->h[0]), "X-Access-Token: %s", b->envd_token);
     if (b->traffic_token[0])
@@ -390,6 +393,12 @@ static void dp_target(const struct shim_e2b_api *a, const struct shim_e2b_box *b
     for (i = 0; i < k; i++)
         t->hdr[i] = t->h[i];
     t->hdr[k] = NULL;
+}
+
+static void dp_target(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
+                      const char *path, struct dp_target *t)
+{
+    dp_target_at(a, b, JUPYTER_PORT, path, t);
 }
 
 static void dp_forget(struct dp_target *t)
@@ -514,4 +523,99 @@ int shim_e2b_restart(struct shim_e2b_api *a, const struct shim_e2b_box *b)
     dp_forget(&t);
     cJSON_Delete(arr);
     return restarted ? 0 : -EIO;
+}
+
+/* ---------------- envd's file API ---------------- */
+
+/* "/files?path=<abs, percent-encoded>&username=user" into out. */
+static int files_path(const char *abs, char *out, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t k = (size_t)snprintf(out, n, "/files?username=user&path=");
+    const unsigned char *p;
+
+    for (p = (const unsigned char *)abs; *p; p++) {
+        if (k + 4 >= n)
+            return -ENAMETOOLONG;
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~/", *p))
+            out[k++] = (char)*p;
+        else {
+            out[k++] = '%';
+            out[k++] = hex[*p >> 4];
+            out[k++] = hex[*p & 15];
+        }
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
+                      size_t max, char **out, size_t *len)
+{
+    struct shim_http_req rq;
+    struct shim_http_resp r;
+    struct dp_target t;
+    char path[2048];
+    int rc;
+
+    *out = NULL;
+    *len = 0;
+    if (files_path(abs, path, sizeof(path)) < 0)
+        return -ENAMETOOLONG;
+    dp_target_at(a, b, ENVD_PORT, path, &t);
+    memset(&rq, 0, sizeof(rq));
+    rq.method = "GET";
+    rq.url = t.url;
+    rq.headers = t.hdr;
+    rq.connect_ms = CP_CONNECT_MS;
+    rq.total_ms = CP_TOTAL_MS * 4;
+    rq.max_body = max + 1;
+    rc = shim_http_do(a->dp, &rq, &r);
+    dp_forget(&t);
+    a->status = r.status;
+    if (rc == 0 && r.status == 200 && !r.truncated && r.len <= max) {
+        *out = r.body;
+        *len = r.len;
+        r.body = NULL;
+    } else {
+        rc = rc < 0 ? rc : r.status == 404 || r.status == 400 ? -ENOENT
+             : r.truncated || r.len > max ? -EFBIG : -EIO;
+        if (rc == -EIO)
+            fail(a, 0, &r, "reading a file of the sandbox");
+    }
+    shim_http_resp_free(&r);
+    return rc;
+}
+
+int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
+                      const void *data, size_t len)
+{
+    struct shim_http_req rq;
+    struct shim_http_resp r;
+    struct dp_target t;
+    char path[2048];
+    int rc;
+
+    if (files_path(abs, path, sizeof(path)) < 0)
+        return -ENAMETOOLONG;
+    dp_target_at(a, b, ENVD_PORT, path, &t);
+    memset(&rq, 0, sizeof(rq));
+    rq.method = "POST";
+    rq.url = t.url;
+    rq.headers = t.hdr;
+    rq.body = data;
+    rq.body_len = len;
+    rq.connect_ms = CP_CONNECT_MS;
+    rq.total_ms = CP_TOTAL_MS * 4;
+    rq.max_body = CP_BODY_MAX;
+    rc = shim_http_do(a->dp, &rq, &r);
+    dp_forget(&t);
+    a->status = r.status;
+    if (rc == 0 && (r.status < 200 || r.status >= 300)) {
+        rc = r.status == 507 ? -ENOSPC : -EIO;
+        fail(a, 0, &r, "writing a file into the sandbox");
+    }
+    shim_http_resp_free(&r);
+    return rc;
 }

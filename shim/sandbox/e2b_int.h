@@ -74,6 +74,14 @@ enum shim_e2b_exec_end {
 int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *code,
                      size_t len, struct shim_exec_result *out, enum shim_e2b_exec_end *end,
                      double *seconds);
+/* envd's file API: a file of the sandbox (an absolute path) into a new
+ * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not
+ * there), and a file written whole (parents made, -ENOSPC when the disk
+ * is full). 0 or -errno, a->why saying why. */
+int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
+                      size_t max, char **out, size_t *len);
+int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
+                      const void *data, size_t len);
 /* Restarts the Python contexts (after a timeout): their state is gone. */
 int shim_e2b_restart(struct shim_e2b_api *a, const struct shim_e2b_box *b);
 

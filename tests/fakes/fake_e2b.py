@@ -39,13 +39,22 @@ when the sandbox is secure; unknown sandbox: 502 from the "proxy"):
     POST /execute                     200 NDJSON, chunked
     GET  /contexts                    200 [{"id","language","cwd"}]
     POST /contexts/{id}/restart       200 null (the namespace is reset)
+envd (port 49983; the same token), its file API on the sandbox's own
+filesystem, a directory of this process standing for its "/":
+    GET  /files?path=ABS&username=user     200 bytes / 404
+    POST /files?path=ABS&username=user     200 [{"path","name","type"}]
+         (application/octet-stream body; parents made)
 Code runs in this process, in one namespace per sandbox (exec with
 stdout/stderr captured line by line); the value of a trailing expression
 is a main result; matplotlib figures left open become png results; an
 exception is an error line whose traceback carries ANSI colour codes.
+The sandbox's /mnt/data is a directory of this process: "/mnt/data" in
+a cell's code stands for it, and codeshim's own set-up cell (which makes
+/mnt/data the working directory) only makes that directory.
 A keepalive line is sent every keepalive_s without output.
 
-Fault knobs (attributes / methods of the server):
+Fault knobs (attributes / methods of the server; they never hit one of
+codeshim's own cells, whose code starts with "# codeshim:"):
     fail(method, path_regex, status, times=1, retry_after=None, body=None)
         the next `times` matching requests get that status
     exec_502_after_create = N   the first N /execute calls of each new
@@ -66,10 +75,12 @@ import os
 import queue
 import re
 import secrets
+import shutil
 import socket
 import socketserver
 import ssl
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -81,6 +92,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 ANSI_RED = "\x1b[0;31m"
 ANSI_OFF = "\x1b[0m"
 PORT_CI = "49999"
+PORT_ENVD = "49983"
+SETUP_MARK = "# codeshim: the working directory /mnt/data"
+OWN_MARK = "# codeshim:"  # codeshim's own cells: never a fault knob's target
 
 
 def _iso(t):
@@ -137,6 +151,11 @@ class Sandbox:
         self.count = 0
         self.lock = threading.Lock()
         self.fresh_502 = 0
+        self.root = tempfile.mkdtemp(prefix="fake-e2b-")  # the sandbox's "/"
+
+    def local(self, path):
+        """The directory of this process standing for sandbox path ABS."""
+        return os.path.join(self.root, path.lstrip("/"))
 
     def listed(self):
         return {"templateID": self.template, "alias": self.template,
@@ -152,10 +171,17 @@ def _run_cell(sb, code, emit):
     sb.count += 1
     emit({"type": "number_of_executions", "execution_count": sb.count})
 
-    def sink(name, s):
-        if s:
-            emit({"type": name, "text": s, "timestamp": _iso(time.time())})
+    here = sb.local("/mnt/data")
 
+    def sink(name, s):
+        if s:  # what the code prints names /mnt/data, as in a real sandbox
+            emit({"type": name, "text": s.replace(here, "/mnt/data"),
+                  "timestamp": _iso(time.time())})
+
+    if code.startswith(SETUP_MARK):
+        os.makedirs(sb.local("/mnt/data"), exist_ok=True)
+        return
+    code = code.replace("/mnt/data", here)
     _install()
     _OUT.local.sink = _ERR.local.sink = sink
     try:
@@ -222,7 +248,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         u = urllib.parse.urlsplit(self.path)
         n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n).decode("utf-8", "replace") if n else ""
+        self.rawb = self.rfile.read(n) if n else b""
+        raw = self.rawb.decode("utf-8", "replace")
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -235,7 +262,8 @@ class _Handler(BaseHTTPRequestHandler):
                                       self.server.kind),
                "sandbox": None}
         fake._record(rec)
-        f = fake._fault(self.command, u.path)
+        own = isinstance(body, dict) and str(body.get("code", "")).startswith(OWN_MARK)
+        f = None if own else fake._fault(self.command, u.path)
         if f:
             hdr = {"Retry-After": str(f["retry_after"])} if f["retry_after"] is not None else None
             if f["body"] is not None:
@@ -323,8 +351,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _data_plane(self, fake, dp, path, body):
         port, sid = dp
         sb = fake._get(sid)
-        if sb is None or port != PORT_CI:
+        if sb is None or port not in (PORT_CI, PORT_ENVD):
             return self._gone(sid)
+        if port == PORT_ENVD:
+            return self._envd(sb, path)
         if sb.fresh_502 > 0 and path == "/execute":
             sb.fresh_502 -= 1
             return self._gone(sid)
@@ -352,13 +382,35 @@ class _Handler(BaseHTTPRequestHandler):
             return self._execute(fake, sb, body["code"])
         return self._send(404, "not found", "text/plain")
 
+    def _envd(self, sb, path):
+        if sb.secure and self.headers.get("X-Access-Token") != sb.token:
+            return self._send(401, {"message": "invalid access token", "code": 401})
+        q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
+        target = q.get("path", "")
+        if path != "/files" or not target.startswith("/") or ".." in target.split("/"):
+            return self._send(400, {"message": "bad path", "code": 400})
+        local = sb.local(target)
+        if self.command == "GET":
+            if not os.path.isfile(local):
+                return self._send(404, {"message": "file not found", "code": 404})
+            with open(local, "rb") as f:
+                return self._send(200, f.read(), "application/octet-stream")
+        if self.command == "POST":
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            with open(local, "wb") as f:
+                f.write(self.rawb)
+            return self._send(200, [{"path": target, "name": os.path.basename(target),
+                                     "type": "file"}])
+        return self._send(405, {"message": "method not allowed", "code": 405})
+
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
     def _execute(self, fake, sb, code):
         q = queue.Queue()
-        truncate = fake._take_truncate()
+        own = code.startswith(OWN_MARK)
+        truncate = not own and fake._take_truncate()
 
         def work():
             with sb.lock:
@@ -385,7 +437,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-            if fake._take_vanish():
+            if not own and fake._take_vanish():
                 fake.vanish(sb.id)
             self._chunk(b'{"type": "end_of_execution"}\n')
             self.wfile.write(b"0\r\n\r\n")
@@ -425,6 +477,7 @@ class FakeE2B:
         self.disconnects = 0
         self._lock = threading.Lock()
         self._boxes = {}
+        self._all = []  # every sandbox made: their directories go at stop()
         self._requests = []
         self._faults = []
         self._log = open(log, "a", encoding="utf-8") if log else None
@@ -462,6 +515,7 @@ class FakeE2B:
     def _add(self, sb):
         with self._lock:
             self._boxes[sb.id] = sb
+            self._all.append(sb)
 
     def _remove(self, sid):
         with self._lock:
@@ -524,6 +578,10 @@ class FakeE2B:
         if self._log:
             self._log.close()
             self._log = None
+        with self._lock:
+            roots = [sb.root for sb in self._all]
+        for r in roots:
+            shutil.rmtree(r, ignore_errors=True)
 
 
 def start(key="e2b_test_key", tls=None, log=None):

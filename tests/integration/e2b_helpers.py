@@ -123,9 +123,13 @@ def chat_text(out, stream=False):
                    for _, c in sse_json(out) if isinstance(c, dict) and c.get("choices"))
 
 
-def of(e, method, path_prefix):
-    """Requests the fake e2b received with that method and path prefix."""
-    return [r for r in e.requests() if r["method"] == method and r["path"].startswith(path_prefix)]
+def of(e, method, path_prefix, own=False):
+    """Requests the fake e2b received with that method and path prefix; an
+    /execute of one of codeshim's own cells (making /mnt/data, listing it)
+    only with own=True."""
+    return [r for r in e.requests() if r["method"] == method and r["path"].startswith(path_prefix)
+            and (own or not str((r["body"] or {}).get("code", "") if isinstance(r["body"], dict)
+                                else "").startswith("# codeshim:"))]
 
 
 def wait_for(cond, timeout=10.0):

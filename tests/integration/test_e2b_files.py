@@ -1,0 +1,67 @@
+"""Files on the e2b backend: what the code writes in /mnt/data is read
+back through envd's file API (GET /files, with the sandbox's access
+token) and served by codeshim's Containers API; uploads and input files
+are written through envd (POST /files) before the code runs. Against the
+fake e2b (tests/fakes/fake_e2b.py), whose sandboxes' /mnt/data are
+directories of the test process."""
+
+import base64
+import hashlib
+import json
+import re
+
+from e2b_helpers import KEY as E2B_KEY, e2b, env_for, of  # noqa: F401
+from test_containers_api import (CORE_KEY, call, create, curl, message_text_and_annotations,
+                                 upload)
+from test_core_responses import CI_TOOL, blocks, ci_items, ours, req
+
+WRITE = ("import hashlib\n"
+         "open('/mnt/data/t.csv', 'w').write('a,b\\n1,2\\n')\n"
+         "open('/mnt/data/b.bin', 'wb').write(bytes(range(256)) * 40)\n"
+         "for n in ('t.csv', 'b.bin'):\n"
+         "    print(n, hashlib.sha256(open('/mnt/data/' + n, 'rb').read()).hexdigest())\n"
+         "print('[t](sandbox:/mnt/data/t.csv) and [b](sandbox:/mnt/data/b.bin)')\n")
+
+
+def test_files_written_on_e2b_are_cited_and_downloadable(fake, e2b, tmp_path):
+    r = ours(fake.url + "/responses", req(blocks(WRITE)), env=env_for(e2b))
+    [ci] = ci_items(r)
+    logs = "".join(o["logs"] for o in ci["outputs"] if o["type"] == "logs")
+    digests = dict(re.findall(r"^(t\.csv|b\.bin) ([0-9a-f]{64})$", logs, re.M))
+    assert set(digests) == {"t.csv", "b.bin"}, logs
+    assert "[files in /mnt/data: b.bin, t.csv]" in logs
+    _, ann = message_text_and_annotations(r)
+    assert sorted(a["filename"] for a in ann) == ["b.bin", "t.csv"]
+    for a in ann:
+        out = tmp_path / a["filename"]
+        rc, code, _, _, _ = curl(["-o", out, "%s/containers/%s/files/%s/content" %
+                                  (fake.url, a["container_id"], a["file_id"])], CORE_KEY)
+        assert code == 200
+        assert hashlib.sha256(out.read_bytes()).hexdigest() == digests[a["filename"]]
+    gets = of(e2b, "GET", "/files")
+    assert sorted(q["query"].split("path=")[1] for q in gets) == [
+        "/mnt/data/b.bin", "/mnt/data/t.csv"]
+    assert all(q["headers"].get("e2b-sandbox-port") == "49983" and q["headers"].get(
+        "x-access-token") for q in gets)
+    assert E2B_KEY not in json.dumps(r)
+
+
+def test_upload_and_input_file_reach_the_e2b_sandbox(fake, e2b, tmp_path):
+    env = env_for(e2b)
+    c = create(fake.url, "on e2b", key=CORE_KEY)
+    p = tmp_path / "up.txt"
+    p.write_text("uploaded")
+    upload(fake.url, c["id"], p, key=CORE_KEY)
+    body = req([{"role": "user", "content": [
+        {"type": "input_text", "text": blocks(
+            "print(open('/mnt/data/up.txt').read(), open('/mnt/data/in.txt').read())")},
+        {"type": "input_file", "filename": "in.txt",
+         "file_data": base64.b64encode(b"given").decode()}]}],
+        tools=[dict(CI_TOOL, container=c["id"])])
+    r = ours(fake.url + "/responses", body, env=env)
+    [ci] = ci_items(r)
+    assert "uploaded given" in ci["outputs"][0]["logs"], ci
+    posts = of(e2b, "POST", "/files")
+    assert sorted(q["query"].split("path=")[1] for q in posts) == [
+        "/mnt/data/in.txt", "/mnt/data/up.txt"]
+    assert all(q["headers"].get("x-access-token") for q in posts)

@@ -106,8 +106,9 @@ static CURLcode store_error(struct call *c, int rc, const char *id)
                      "The file is larger than codeshim's limit (CODESHIM_FILE_MAX).");
     if (rc == -EDQUOT)
         return error(c, 400, "invalid_request_error", "file",
-                     "The container's files would exceed codeshim's disk budget for this API "
-                     "key (CODESHIM_FILES_DISK) or its file count.");
+                     "The container's files would exceed codeshim's limits: the container's "
+                     "disk (CODESHIM_DISK), the budget for this API key (CODESHIM_FILES_DISK) "
+                     "or the file count.");
     if (rc == -EPERM)
         return error(c, 500, "server_error", NULL,
                      "codeshim's private runtime directory is not usable (see its log).");

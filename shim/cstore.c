@@ -345,6 +345,42 @@ int shim_cstore_delete(const struct shim_config *cfg, const char *identity, cons
 
 /* ---------------- files ---------------- */
 
+#define NOTICE_MAX 2048
+
+/* An upload replaced path: the model hears of it at the next execution
+ * (shim_cstore_take_notice). */
+static void add_notice(const char *dir, const char *path)
+{
+    char p[SHIM_PATH_MAX + 16], text[NOTICE_MAX] = "", line[600];
+
+    if (shim_store_join(p, sizeof(p), dir, "notice") < 0)
+        return;
+    if (shim_store_read(p, text, sizeof(text), 0) < 0)
+        text[0] = '\0';
+    snprintf(line, sizeof(line), "%s\n", path);
+    if (strlen(text) + strlen(line) < sizeof(text) && !strstr(text, line))
+        strcat(text, line);
+    shim_store_write(p, text);
+}
+
+int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity, const char *cid,
+                            char *out, size_t n)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 16];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    out[0] = '\0';
+    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "notice") < 0)
+        return rc < 0 ? rc : -ENAMETOOLONG;
+    if (shim_store_read(p, out, n, 0) < 0) {
+        out[0] = '\0';
+        return 0;
+    }
+    unlink(p);
+    return 0;
+}
+
 static int read_record(const char *dir, const char *fid, struct shim_cfile *f)
 {
     char p[SHIM_PATH_MAX + 80], text[2048];
@@ -460,6 +496,8 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
     struct shim_container c;
     struct shim_cfile *v = NULL, f;
     struct usage u = {0};
+    unsigned long long mine = 0; /* this container's other files */
+    int replaced = 0;
     char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80], *rec;
     size_t n = 0, i;
     cJSON *j;
@@ -472,10 +510,18 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
     if ((rc = records(dir, &v, &n)) < 0)
         return rc;
     each_container(cfg, identity, add_usage, &u);
-    for (i = 0; i < n; i++)
-        if (!strcmp(v[i].path, path) && u.bytes >= (unsigned long long)v[i].bytes)
-            u.bytes -= (unsigned long long)v[i].bytes; /* replaced below */
-    if (n >= SHIM_CSTORE_MAX_FILES || u.bytes + len > cfg->files_disk) {
+    for (i = 0; i < n; i++) {
+        if (!strcmp(v[i].path, path)) {
+            if (u.bytes >= (unsigned long long)v[i].bytes)
+                u.bytes -= (unsigned long long)v[i].bytes; /* replaced below */
+            replaced = 1;
+        } else {
+            mine += (unsigned long long)v[i].bytes;
+        }
+    }
+    /* the container's files must fit its sandbox's /mnt/data (CODESHIM_DISK) */
+    if (n >= SHIM_CSTORE_MAX_FILES || u.bytes + len > cfg->files_disk ||
+        mine + len > cfg->disk_limit) {
         free(v);
         return -EDQUOT;
     }
@@ -507,6 +553,8 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
         if (!strcmp(v[i].path, path))
             unlink_file(dir, v[i].id);
     free(v);
+    if (rc == 0 && replaced && !strcmp(source, "user"))
+        add_notice(dir, path);
     if (rc == 0) {
         touch(dir, &c);
         if (out)

@@ -12,8 +12,10 @@
  * found, exactly as one that does not exist, and one past its expiry
  * (minutes after last_active_at) is removed when it is next looked at.
  * Files are written whole and atomically: nothing partial is ever seen.
- * Sizes: at most cfg->file_max bytes a file and cfg->files_disk bytes
- * an identity; SHIM_CSTORE_MAX_FILES files a container. */
+ * Sizes: at most cfg->file_max bytes a file, cfg->disk_limit bytes a
+ * container (its files must fit its sandbox's /mnt/data) and
+ * cfg->files_disk bytes an identity; SHIM_CSTORE_MAX_FILES files a
+ * container. */
 #ifndef SHIM_CSTORE_H
 #define SHIM_CSTORE_H
 
@@ -54,6 +56,10 @@ int shim_cstore_files(const struct shim_config *cfg, const char *identity, const
 /* One file's record and, when data is not NULL, its bytes (caller frees). */
 int shim_cstore_file(const struct shim_config *cfg, const char *identity, const char *cid,
                      const char *fid, struct shim_cfile *meta, char **data, size_t *len);
+/* The paths uploads replaced since last asked, one a line ("" if none);
+ * cleared by the call. 0 or -errno. */
+int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity, const char *cid,
+                            char *out, size_t n);
 int shim_cstore_remove(const struct shim_config *cfg, const char *identity, const char *cid,
                        const char *fid);
 

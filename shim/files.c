@@ -70,6 +70,26 @@ static void restore(struct shim_files *f, const struct shim_config *cfg, const c
     }
 }
 
+/* Uploads that replaced a file of the same name since the code last ran:
+ * the model is told, so it does not trust what it read before. */
+static void replaced_note(struct shim_files *f, const struct shim_config *cfg,
+                          const char *identity)
+{
+    char paths[2048], *p, *nl;
+    size_t k;
+
+    if (shim_cstore_take_notice(cfg, identity, f->cid, paths, sizeof(paths)) < 0 || !paths[0])
+        return;
+    k = (size_t)snprintf(f->note, sizeof(f->note), "[Note: uploads replaced these files since "
+                         "the code last ran:");
+    for (p = paths; (nl = strchr(p, '\n')) != NULL && k + 4 < sizeof(f->note); p = nl + 1) {
+        *nl = '\0';
+        k += (size_t)snprintf(f->note + k, sizeof(f->note) - k, " %s", p);
+    }
+    if (k + 3 < sizeof(f->note))
+        snprintf(f->note + k, sizeof(f->note) - k, ".]\n");
+}
+
 void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
                        const char *identity, struct shim_session *box, int bound)
 {
@@ -86,6 +106,7 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
             LOG_INFO("container %s is not recorded: its files will not be downloadable", f->cid);
     }
     reload(f, cfg, identity);
+    replaced_note(f, cfg, identity);
     if (bound && !shim_session_is_new(box) && shim_session_is_remote(box))
         restore(f, cfg, identity, box); /* it may have lost them: put them again */
     if (bound && shim_session_is_new(box)) {
@@ -465,6 +486,10 @@ void shim_files_place(struct shim_files *f, const struct shim_config *cfg, const
         if (f->cid[0] && shim_cstore_put(cfg, identity, f->cid, path, in->v[i].data,
                                          in->v[i].len, "user", NULL) == 0)
             reload(f, cfg, identity);
+    }
+    if (in->n && f->cid[0]) { /* the request's own files: its tool says so already */
+        char drop[64];
+        shim_cstore_take_notice(cfg, identity, f->cid, drop, sizeof(drop));
     }
 }
 

@@ -501,3 +501,36 @@ def test_c_program_uploads_with_curl_mime_and_downloads(fake, tmp_path):
     assert out.decode().split() == ["200", "256000", "application/octet-stream"]
     assert dst.read_bytes() == src.read_bytes()[::-1]
     assert fake.requests()[-1]["path"] == "/v1/responses"  # nothing else went upstream
+
+
+def test_replacing_upload_is_told_and_container_disk_is_capped(fake, tmp_path):
+    c = create(fake.url, "told", key=CORE_KEY)
+    f = tmp_path / "d.csv"
+    f.write_text("v1")
+    upload(fake.url, c["id"], f, key=CORE_KEY)
+    tool = dict(CI_TOOL, container=c["id"])
+    r = ours(fake.url + "/responses", req(blocks("print(open('/mnt/data/d.csv').read())"),
+                                          tools=[tool]))
+    assert "v1" in ci_items(r)[0]["outputs"][0]["logs"]
+    assert "replaced" not in ci_items(r)[0]["outputs"][0]["logs"]
+    f.write_text("v2")
+    upload(fake.url, c["id"], f, key=CORE_KEY)  # the running sandbox gets it at once
+    r = ours(fake.url + "/responses", req(blocks("print(open('/mnt/data/d.csv').read())"),
+                                          tools=[tool]))
+    logs = ci_items(r)[0]["outputs"][0]["logs"]
+    assert "[Note: uploads replaced these files since the code last ran: /mnt/data/d.csv.]" in logs
+    assert "v2" in logs
+    # once only
+    r = ours(fake.url + "/responses", req(blocks("print(1)"), tools=[tool]))
+    assert "replaced" not in ci_items(r)[0]["outputs"][0]["logs"]
+    # the container's files must fit its sandbox's /mnt/data (CODESHIM_DISK)
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"z" * 700000)
+    env = {"CODESHIM_DISK": "1M"}
+    call(["-F", "file=@%s" % big, "%s/containers/%s/files" % (fake.url, c["id"])], CORE_KEY,
+         env=env, component="ContainerFileResource")
+    big2 = tmp_path / "big2.bin"
+    big2.write_bytes(b"z" * 700000)
+    j = call(["-F", "file=@%s" % big2, "%s/containers/%s/files" % (fake.url, c["id"])],
+             CORE_KEY, status=400, env=env)
+    assert "CODESHIM_DISK" in j["error"]["message"]

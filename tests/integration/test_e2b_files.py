@@ -65,3 +65,25 @@ def test_upload_and_input_file_reach_the_e2b_sandbox(fake, e2b, tmp_path):
     assert sorted(q["query"].split("path=")[1] for q in posts) == [
         "/mnt/data/in.txt", "/mnt/data/up.txt"]
     assert all(q["headers"].get("x-access-token") for q in posts)
+
+
+def test_e2b_container_is_the_keys_own_and_deleting_it_ends_the_sandbox(fake, e2b, tmp_path):
+    env = env_for(e2b)
+    code = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "plt.plot([1, 2]); plt.savefig('/mnt/data/p.png'); plt.close('all')\n"
+            "print('[p](sandbox:/mnt/data/p.png)')\n")
+    c = create(fake.url, "e2b box", key=CORE_KEY)
+    r = ours(fake.url + "/responses", req(blocks(code), tools=[dict(CI_TOOL, container=c["id"])]),
+             env=env)
+    [ci] = ci_items(r)
+    assert ci["container_id"] == c["id"], ci
+    _, [a] = message_text_and_annotations(r)
+    rc, st, ctype, body, _ = curl(["%s/containers/%s/files/%s/content" %
+                                   (fake.url, c["id"], a["file_id"])], CORE_KEY)
+    assert (st, ctype) == (200, "image/png") and body.startswith(b"\x89PNG")
+    # another key: the same 404 as for nothing
+    for path in ("", "/files", "/files/" + a["file_id"] + "/content"):
+        call([fake.url + "/containers/" + c["id"] + path], "sk-someone-else", status=404)
+    call(["-X", "DELETE", fake.url + "/containers/" + c["id"]], CORE_KEY)
+    call([fake.url + "/containers/" + c["id"] + "/files"], CORE_KEY, status=404)
+    assert fake.requests()[-1]["path"] == "/v1/responses"  # none of this went upstream

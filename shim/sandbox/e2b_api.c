@@ -550,35 +550,48 @@ static int files_path(const char *abs, char *out, size_t n)
     return 0;
 }
 
-int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
-                      size_t max, char **out, size_t *len)
+/* One call of envd's file API on abs; r holds the answer (free it). */
+static int envd_call(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *method,
+                     const char *abs, const void *body, size_t len, size_t max,
+                     struct shim_http_resp *r)
 {
     struct shim_http_req rq;
-    struct shim_http_resp r;
     struct dp_target t;
     char path[2048];
     int rc;
 
-    *out = NULL;
-    *len = 0;
+    memset(r, 0, sizeof(*r));
     if (files_path(abs, path, sizeof(path)) < 0)
         return -ENAMETOOLONG;
     dp_target_at(a, b, ENVD_PORT, path, &t);
     memset(&rq, 0, sizeof(rq));
-    rq.method = "GET";
+    rq.method = method;
     rq.url = t.url;
     rq.headers = t.hdr;
+    rq.body = body;
+    rq.body_len = len;
     rq.connect_ms = CP_CONNECT_MS;
     rq.total_ms = CP_TOTAL_MS * 4;
-    rq.max_body = max + 1;
-    rc = shim_http_do(a->dp, &rq, &r);
+    rq.max_body = max;
+    rc = shim_http_do(a->dp, &rq, r);
     dp_forget(&t);
-    a->status = r.status;
+    a->status = r->status;
+    return rc;
+}
+
+int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
+                      size_t max, char **out, size_t *len)
+{
+    struct shim_http_resp r;
+    int rc = envd_call(a, b, "GET", abs, NULL, 0, max + 1, &r);
+
+    *out = NULL;
+    *len = 0;
     if (rc == 0 && r.status == 200 && !r.truncated && r.len <= max) {
         *out = r.body;
         *len = r.len;
         r.body = NULL;
-    } else {
+    } else if (rc != -ENAMETOOLONG) {
         rc = rc < 0 ? rc : r.status == 404 || r.status == 400 ? -ENOENT
              : r.truncated || r.len > max ? -EFBIG : -EIO;
         if (rc == -EIO)
@@ -591,27 +604,9 @@ int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, cons
 int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
                       const void *data, size_t len)
 {
-    struct shim_http_req rq;
     struct shim_http_resp r;
-    struct dp_target t;
-    char path[2048];
-    int rc;
+    int rc = envd_call(a, b, "POST", abs, data, len, CP_BODY_MAX, &r);
 
-    if (files_path(abs, path, sizeof(path)) < 0)
-        return -ENAMETOOLONG;
-    dp_target_at(a, b, ENVD_PORT, path, &t);
-    memset(&rq, 0, sizeof(rq));
-    rq.method = "POST";
-    rq.url = t.url;
-    rq.headers = t.hdr;
-    rq.body = data;
-    rq.body_len = len;
-    rq.connect_ms = CP_CONNECT_MS;
-    rq.total_ms = CP_TOTAL_MS * 4;
-    rq.max_body = CP_BODY_MAX;
-    rc = shim_http_do(a->dp, &rq, &r);
-    dp_forget(&t);
-    a->status = r.status;
     if (rc == 0 && (r.status < 200 || r.status >= 300)) {
         rc = r.status == 507 ? -ENOSPC : -EIO;
         fail(a, 0, &r, "writing a file into the sandbox");

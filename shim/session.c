@@ -426,7 +426,7 @@ static void remote_hash(const char *tag, const char *a, const char *b, char out[
 }
 
 static int remote_sandbox(const struct shim_config *cfg, const struct shim_session_req *rq,
-                          const char *settings, struct shim_sandbox **sb)
+                          const char *settings, int find_only, struct shim_sandbox **sb)
 {
     char owner[65], salt[65], session[65];
     struct shim_sandbox_tag tag;
@@ -440,6 +440,7 @@ static int remote_sandbox(const struct shim_config *cfg, const struct shim_sessi
     tag.salt = salt;
     tag.cap = cfg->session_cap;
     tag.ttl_s = cfg->session_ttl_s;
+    tag.find_only = find_only;
     if (rq->session_id || rq->bind_container) {
         char key[80];
         snprintf(key, sizeof(key), "container:%.63s", rq->bind_container ? rq->bind_container : "");
@@ -462,7 +463,7 @@ static int remote_sandbox(const struct shim_config *cfg, const struct shim_sessi
 /* A session kept by the backend itself (e2b): no supervisor, no lock. */
 static int open_remote(struct shim_session *b, const struct shim_session_req *rq)
 {
-    int rc = remote_sandbox(b->cfg, rq, b->settings, &b->sb);
+    int rc = remote_sandbox(b->cfg, rq, b->settings, 0, &b->sb);
     const char *old;
 
     if (rc == 1)
@@ -822,6 +823,19 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
     b->cfg = cfg;
     shim_session_settings(cfg, b->settings);
     snprintf(b->bind, sizeof(b->bind), "%.63s", cid);
+    if (shim_sandbox_keeps_sessions(cfg)) { /* e2b: found in e2b, never made here */
+        struct shim_session_req rq;
+        memset(&rq, 0, sizeof(rq));
+        rq.identity = identity;
+        rq.bind_container = b->bind;
+        if (remote_sandbox(cfg, &rq, b->settings, 1, &b->sb) != 0) {
+            free(b);
+            return -ENOENT;
+        }
+        snprintf(b->cid, sizeof(b->cid), "%s", b->bind);
+        *out = b;
+        return 0;
+    }
     snprintf(key, sizeof(key), "container:%s", b->bind);
     shim_session_name(identity, key, b->settings, b->name);
     if (shim_store_identity_dir(cfg, identity, b->iddir, sizeof(b->iddir)) < 0 ||
@@ -845,6 +859,10 @@ void shim_session_end(struct shim_session *b)
         return;
     if (!b->sb && b->dir[0])
         close_session(b->dir, 5000);
+    if (b->sb) {
+        shim_sandbox_end(b->sb);
+        b->sb = NULL;
+    }
     shim_session_close(b);
 }
 

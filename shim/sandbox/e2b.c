@@ -307,11 +307,12 @@ static int op_create_at(const struct shim_config *cfg, const struct shim_http_ne
     e->ttl_s = tag->ttl_s > 0 ? tag->ttl_s : 900;
     snprintf(e->want, sizeof(e->want), "%s", tag->container ? tag->container : "");
     rc = find_box(e, e->want);
-    if (rc == 0 && !e->session[0]) { /* no session: only an existing one will do */
+    if ((rc == 0 && (!e->session[0] || tag->find_only)) || (rc < 0 && tag->find_only)) {
+        /* only an existing one will do */
         shim_e2b_api_free(&e->api);
         free(e);
         *state = NULL;
-        return -ENOENT;
+        return rc < 0 ? rc : -ENOENT;
     }
     if (rc == 0)
         rc = create_box(e);
@@ -542,6 +543,16 @@ static void op_destroy(void *state)
     free(e);
 }
 
+/* The sandbox is ended now (its container was deleted), whoever's it was. */
+static void op_end(void *state)
+{
+    struct e2b *e = state;
+
+    if (e->have_box && shim_e2b_kill(&e->api, e->box.id) < 0 && e->api.status != 404)
+        LOG_WARN("e2b: the sandbox was not killed: %s", e->api.why);
+    drop_box(e);
+}
+
 static const char *op_container_id(void *state)
 {
     struct e2b *e = state;
@@ -605,5 +616,6 @@ const struct shim_sandbox_ops shim_sandbox_e2b = {
     .container_id = op_container_id,
     .take_note = op_take_note,
     .file_get = op_file_get,
+    .end = op_end,
     .file_put = op_file_put,
 };

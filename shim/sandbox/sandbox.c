@@ -157,6 +157,18 @@ void shim_sandbox_close(struct shim_sandbox *sb)
     free(sb);
 }
 
+void shim_sandbox_end(struct shim_sandbox *sb)
+{
+    if (!sb)
+        return;
+    if (sb->ops->end) {
+        pthread_mutex_lock(&sb->mu);
+        sb->ops->end(sb->state);
+        pthread_mutex_unlock(&sb->mu);
+    }
+    shim_sandbox_close(sb);
+}
+
 /* How many bytes of the original output the dropped text s[0..n) stands
  * for: its own length, with each note in it replaced by its count. */
 static size_t dropped_weight(const char *s, size_t n)

@@ -59,5 +59,8 @@ int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void 
 /* "cntr_" + 48 hex, stable for the sandbox's life. Borrowed. */
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb);
 void shim_sandbox_close(struct shim_sandbox *sb);
+/* Ends the sandbox now, also one its backend keeps for a session (its
+ * container was deleted), and closes it. */
+void shim_sandbox_end(struct shim_sandbox *sb);
 
 #endif

@@ -26,6 +26,9 @@ struct shim_sandbox_ops {
      * _put); NULL when the backend has none. */
     int (*file_get)(void *state, const char *name, size_t max, char **out, size_t *len);
     int (*file_put)(void *state, const char *name, const void *data, size_t len);
+    /* Optional: end the sandbox now, even one kept for a session (its
+     * container was deleted); destroy still follows. */
+    void (*end)(void *state);
     /* Optional, for backends whose sandboxes live elsewhere (e2b): create
      * with the program's transport settings (net, may be NULL) and, for a
      * sandbox to be found again, its tag (NULL: a private one); -ENOENT

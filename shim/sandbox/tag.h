@@ -15,6 +15,7 @@ struct shim_sandbox_tag {
                               derived and looked up with it */
     const char *container; /* a container id the request refers to (to
                               find when session is NULL), or NULL */
+    int find_only;         /* only an existing sandbox will do (-ENOENT) */
     int cap;               /* sandboxes per owner at most */
     int ttl_s;             /* kept alive this long after each use */
 };

@@ -84,6 +84,18 @@ def test_e2b_container_is_the_keys_own_and_deleting_it_ends_the_sandbox(fake, e2
     # another key: the same 404 as for nothing
     for path in ("", "/files", "/files/" + a["file_id"] + "/content"):
         call([fake.url + "/containers/" + c["id"] + path], "sk-someone-else", status=404)
-    call(["-X", "DELETE", fake.url + "/containers/" + c["id"]], CORE_KEY)
+    [box] = {q["sandbox"][1] for q in of(e2b, "POST", "/execute")}
+    e2b.clear()
+    # an upload reaches the running e2b sandbox at once
+    f = tmp_path / "late.txt"
+    f.write_text("late")
+    call(["-F", "file=@%s" % f, "%s/containers/%s/files" % (fake.url, c["id"])], CORE_KEY,
+         env=env, component="ContainerFileResource")
+    assert [q["query"].split("path=")[1] for q in of(e2b, "POST", "/files")] == [
+        "/mnt/data/late.txt"]
+    # deleting the container ends its e2b sandbox and its files
+    call(["-X", "DELETE", fake.url + "/containers/" + c["id"]], CORE_KEY, env=env)
+    assert [q["path"] for q in of(e2b, "DELETE", "/sandboxes/")] == ["/sandboxes/" + box]
+    assert box not in e2b.sandboxes()
     call([fake.url + "/containers/" + c["id"] + "/files"], CORE_KEY, status=404)
     assert fake.requests()[-1]["path"] == "/v1/responses"  # none of this went upstream

@@ -490,16 +490,31 @@ def test_c_program_uploads_with_curl_mime_and_downloads(fake, tmp_path):
     assert f["path"] == "/mnt/data/in.bin" and f["bytes"] == 256000
     code = ("d = open('/mnt/data/in.bin', 'rb').read()\n"
             "n = open('/mnt/data/rev.bin', 'wb').write(d[::-1])\n"
-            "print('[reversed](sandbox:/mnt/data/rev.bin)')\n")
+            "import hashlib, matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+            "n = open('/mnt/data/sums.csv', 'w').write('n,sum\\n%d,%d\\n' % (len(d), sum(d)))\n"
+            "plt.plot([3, 1, 2]); plt.savefig('/mnt/data/plot.png'); plt.close('all')\n"
+            "print(hashlib.sha256(open('/mnt/data/plot.png', 'rb').read()).hexdigest())\n"
+            "print('[reversed](sandbox:/mnt/data/rev.bin) [csv](sandbox:/mnt/data/sums.csv) '\n"
+            "      '[png](sandbox:/mnt/data/plot.png)')\n")
     r = ours(fake.url + "/responses", req(blocks(code), tools=[dict(CI_TOOL, container=c["id"])]))
+    [ci] = ci_items(r)
+    png_sha = re.search(r"^([0-9a-f]{64})$", ci["outputs"][0]["logs"], re.M).group(1)
     text, ann = message_text_and_annotations(r)
-    [a] = ann
-    assert a["container_id"] == c["id"] and a["filename"] == "rev.bin"
-    dst = tmp_path / "rev.bin"
-    rc, out, err = run([prog, "download", fake.url, CORE_KEY, c["id"], a["file_id"], dst])
-    assert rc == 0, err
-    assert out.decode().split() == ["200", "256000", "application/octet-stream"]
-    assert dst.read_bytes() == src.read_bytes()[::-1]
+    by_name = {a["filename"]: a for a in ann}
+    assert sorted(by_name) == ["plot.png", "rev.bin", "sums.csv"], ann
+    want = {"rev.bin": (src.read_bytes()[::-1], "application/octet-stream"),
+            "sums.csv": (("n,sum\n256000,%d\n" % sum(src.read_bytes())).encode(), "text/csv")}
+    for name, a in by_name.items():
+        assert a["container_id"] == c["id"]
+        dst = tmp_path / name
+        rc, out, err = run([prog, "download", fake.url, CORE_KEY, c["id"], a["file_id"], dst])
+        assert rc == 0, err
+        status, size, ctype = out.decode().split()
+        assert status == "200" and int(size) == dst.stat().st_size
+        if name == "plot.png":
+            assert ctype == "image/png" and hashlib.sha256(dst.read_bytes()).hexdigest() == png_sha
+        else:
+            assert (dst.read_bytes(), ctype) == want[name]
     assert fake.requests()[-1]["path"] == "/v1/responses"  # nothing else went upstream
 
 

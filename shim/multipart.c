@@ -106,7 +106,7 @@ static int part_headers(const char *h, size_t n, struct shim_part *p)
             int rc;
             if (seen_cd++ || ll < 9 || strncasecmp(colon, "form-data", 9))
                 return -EINVAL;
-            if ((rc = param(colon, ll, "name", p->name, sizeof(p->name))) <= 0)
+            if ((rc = param(colon, ll, "name", p->name, sizeof(p->name))) <= 0 || !p->name[0])
                 return -EINVAL;
             rc = param(colon, ll, "filename", p->filename, sizeof(p->filename));
             if (rc < 0)

@@ -87,6 +87,7 @@ static void malformed_bodies_are_refused(void **state)
         "--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--",           /* no disposition */
         "--b\r\nContent-Disposition: attachment; name=\"f\"\r\n\r\nx\r\n--b--",
         "--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--",      /* no name */
+        "--b\r\nContent-Disposition: form-data; name=\"\"\r\n\r\nx\r\n--b--", /* empty */
         "--b\r\nContent-Disposition: form-data; name=\"f\r\n\r\nx\r\n--b--",
         "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n"
         "Content-Disposition: form-data; name=\"g\"\r\n\r\nx\r\n--b--",

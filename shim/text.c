@@ -87,25 +87,12 @@ void shim_text_sanitize_utf8(char *s, size_t n)
 /* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates). */
 static int valid_utf8(const unsigned char *s, size_t n)
 {
-    size_t i = 0;
+    size_t i = 0, k;
 
     while (i < n) {
-        unsigned c = s[i], len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-                                             : (c >> 3) == 30 ? 4 : 0;
-        unsigned cp, k;
-
-        if (!len || i + len > n || (len == 2 && c < 0xc2))
+        if (!(k = utf8_seq(s + i, n - i)))
             return 0;
-        cp = len == 1 ? c : c & (0x7f >> len);
-        for (k = 1; k < len; k++) {
-            if (!shim_text_is_cont(s[i + k]))
-                return 0;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-            (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-            return 0;
-        i += len;
+        i += k;
     }
     return 1;
 }

@@ -89,9 +89,9 @@ static int stream_bytes(struct shim_upstream *u, const char *p, size_t n)
 
 /* At the first body byte of a streaming request: an SSE answer (2xx,
  * text/event-stream) is parsed as it comes, anything else kept whole. */
-static void decide(struct shim_upstream *u)
+/* What libcurl says of the answer so far: status, HTTP version, type. */
+static void take_info(struct shim_upstream *u, struct shim_http_reply *r)
 {
-    struct shim_http_reply *r = u->cur;
     const char *ct = NULL;
 
     u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
@@ -99,8 +99,15 @@ static void decide(struct shim_upstream *u)
     u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
     if (ct)
         snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
-    u->smode = r->status >= 200 && r->status < 300 && ct && is_sse_type(ct) ? SM_SSE
-                                                                            : SM_WHOLE;
+}
+
+static void decide(struct shim_upstream *u)
+{
+    struct shim_http_reply *r = u->cur;
+
+    take_info(u, r);
+    u->smode = r->status >= 200 && r->status < 300 && is_sse_type(r->content_type) ? SM_SSE
+                                                                                    : SM_WHOLE;
 }
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -291,14 +298,8 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     rc = u->api->easy_perform(u->h);
-    if (rc == CURLE_OK) {
-        const char *ct = NULL;
-        u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
-        u->api->easy_getinfo(u->h, CURLINFO_HTTP_VERSION, &r->http_version);
-        u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
-        if (ct)
-            snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
-    }
+    if (rc == CURLE_OK)
+        take_info(u, r);
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
     shim_guard_leave();
     u->cur = NULL;
@@ -483,13 +484,8 @@ CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max
     u->api->easy_setopt(u->h, CURLOPT_URL, url);
     u->api->easy_setopt(u->h, CURLOPT_HTTPGET, 1L);
     rc = u->api->easy_perform(u->h);
-    if (rc == CURLE_OK) {
-        const char *ct = NULL;
-        u->api->easy_getinfo(u->h, CURLINFO_RESPONSE_CODE, &r->status);
-        u->api->easy_getinfo(u->h, CURLINFO_CONTENT_TYPE, &ct);
-        if (ct)
-            snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
-    }
+    if (rc == CURLE_OK)
+        take_info(u, r);
     u->api->easy_setopt(u->h, CURLOPT_URL, u->url); /* the next POST goes where it did */
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
     shim_guard_leave();

@@ -99,6 +99,20 @@ void shim_session_name(const char *identity, const char *session_id, const char 
     hash_parts("codeshim-session-v2", parts, 3, out);
 }
 
+/* The session a request's code runs in: an explicit container's own
+ * (bind, keyed by its id) when there is one, else its session id's. */
+static void keyed_name(const char *identity, const char *session_id, const char *bind,
+                       const char *settings, char out[65])
+{
+    char key[80];
+
+    if (bind && bind[0]) {
+        snprintf(key, sizeof(key), "container:%.63s", bind);
+        session_id = key;
+    }
+    shim_session_name(identity, session_id, settings, out);
+}
+
 /* The map entry naming the session of container cid, under settings. */
 static void container_file(const char *iddir, const char *cid, const char *settings,
                            char *out, size_t n)
@@ -442,10 +456,7 @@ static int remote_sandbox(const struct shim_config *cfg, const struct shim_sessi
     tag.ttl_s = cfg->session_ttl_s;
     tag.find_only = find_only;
     if (rq->session_id || rq->bind_container) {
-        char key[80];
-        snprintf(key, sizeof(key), "container:%.63s", rq->bind_container ? rq->bind_container : "");
-        shim_session_name(rq->identity, rq->bind_container ? key : rq->session_id, settings,
-                          session);
+        keyed_name(rq->identity, rq->session_id, rq->bind_container, settings, session);
         tag.session = session;
         return shim_sandbox_open_at(cfg, rq->net, &tag, sb);
     }
@@ -514,9 +525,7 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         return open_private(b, rq);
     }
     if (b->bind[0] || rq->session_id) {
-        char key[80];
-        snprintf(key, sizeof(key), "container:%s", b->bind);
-        shim_session_name(rq->identity, b->bind[0] ? key : rq->session_id, b->settings, b->name);
+        keyed_name(rq->identity, rq->session_id, b->bind, b->settings, b->name);
         rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);
@@ -815,7 +824,6 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
                             const char *cid, struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
-    char key[80];
 
     *out = NULL;
     if (!b)
@@ -836,8 +844,7 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
         *out = b;
         return 0;
     }
-    snprintf(key, sizeof(key), "container:%s", b->bind);
-    shim_session_name(identity, key, b->settings, b->name);
+    keyed_name(identity, NULL, b->bind, b->settings, b->name);
     if (shim_store_identity_dir(cfg, identity, b->iddir, sizeof(b->iddir)) < 0 ||
         shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name) < 0 || !alive(b->dir)) {
         free(b);

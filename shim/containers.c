@@ -119,7 +119,8 @@ static CURLcode store_error(struct call *c, int rc, const char *id)
 /* Copies Files API files into container cid (and its running sandbox),
  * with the program's credentials; *out, if not NULL, the last stored. 0,
  * or an answer already sent (1) for the first that fails. */
-static void to_live_sandbox(struct call *c, const char *name, const char *data, size_t len);
+static void to_live_sandbox(struct call *c, const char *cid, const char *name, const char *data,
+                            size_t len);
 
 static int copy_file_ids(struct call *c, const struct shim_curl_api *api, CURL *h,
                          const char *cid, const cJSON *ids, struct shim_cfile *out, CURLcode *rc)
@@ -153,7 +154,7 @@ static int copy_file_ids(struct call *c, const struct shim_curl_api *api, CURL *
         snprintf(path, sizeof(path), "/mnt/data/%s", name);
         err = shim_cstore_put(c->cfg, c->identity, cid, path, data, len, "user", out);
         if (err == 0)
-            to_live_sandbox(c, name, data, len);
+            to_live_sandbox(c, cid, name, data, len);
         free(data);
         if (err < 0) {
             *rc = store_error(c, err, cid);
@@ -317,17 +318,18 @@ static CURLcode content(struct call *c)
 
 /* A container whose session is running gets the file in /mnt/data at
  * once (else it is placed there when its sandbox starts: files.h). */
-static void to_live_sandbox(struct call *c, const char *name, const char *data, size_t len)
+static void to_live_sandbox(struct call *c, const char *cid, const char *name, const char *data,
+                            size_t len)
 {
     struct shim_session *live;
     int rc;
 
-    if (shim_session_find_bound(c->cfg, c->identity, c->r->cid, &live) < 0)
+    if (shim_session_find_bound(c->cfg, c->identity, cid, &live) < 0)
         return;
     rc = shim_session_file_put(live, name, data, len);
     if (rc < 0)
         LOG_WARN("container %s: the upload is stored, but the running sandbox did not take "
-                 "it (%s)", c->r->cid, strerror(-rc));
+                 "it (%s)", cid, strerror(-rc));
     shim_session_close(live);
 }
 
@@ -363,7 +365,7 @@ static CURLcode upload_multipart(struct call *c, const char *ctype, const char *
     err = shim_cstore_put(c->cfg, c->identity, c->r->cid, path, parts[i].data, parts[i].len,
                           "user", &f);
     if (err == 0)
-        to_live_sandbox(c, name, parts[i].data, parts[i].len);
+        to_live_sandbox(c, c->r->cid, name, parts[i].data, parts[i].len);
     free(parts);
     if (err < 0)
         return store_error(c, err, c->r->cid);

@@ -828,6 +828,10 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
     *out = NULL;
     if (!b)
         return -ENOMEM;
+    if (!cid || strncmp(cid, "cntr_", 5)) {
+        free(b);
+        return -ENOENT;
+    }
     b->cfg = cfg;
     shim_session_settings(cfg, b->settings);
     snprintf(b->bind, sizeof(b->bind), "%.63s", cid);

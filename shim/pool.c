@@ -43,6 +43,17 @@ static struct shim_pool_job *dequeue(void)
     return j;
 }
 
+/* Called locked. */
+static void enqueue(struct shim_pool_job *j)
+{
+    if (tail)
+        tail->next = j;
+    else
+        head = j;
+    tail = j;
+    waiting++;
+}
+
 static void *worker(void *arg)
 {
     struct shim_pool_job *j = arg;
@@ -85,12 +96,7 @@ int shim_pool_submit(struct shim_pool_job *j)
     j->next = NULL;
     pthread_mutex_lock(&mu);
     if (threads >= max) {
-        if (tail)
-            tail->next = j;
-        else
-            head = j;
-        tail = j;
-        waiting++;
+        enqueue(j);
         pthread_mutex_unlock(&mu);
         return 0;
     }
@@ -102,12 +108,7 @@ int shim_pool_submit(struct shim_pool_job *j)
     pthread_mutex_lock(&mu);
     threads--;
     if (threads > 0) { /* a running worker will take it */
-        if (tail)
-            tail->next = j;
-        else
-            head = j;
-        tail = j;
-        waiting++;
+        enqueue(j);
         err = 0;
     }
     pthread_mutex_unlock(&mu);

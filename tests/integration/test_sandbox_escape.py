@@ -28,7 +28,8 @@ UNIT = [REPO / "build" / "sandbox-tests" / "test_sandbox",
         REPO / "build" / "sandbox-tests" / "test_sandbox_escape",
         REPO / "build" / "sandbox-tests" / "test_sandbox_spare",
         REPO / "build" / "sandbox-tests" / "test_sandbox_limits",
-        REPO / "build" / "sandbox-tests" / "test_sandbox_fork"]
+        REPO / "build" / "sandbox-tests" / "test_sandbox_fork",
+        REPO / "build" / "sandbox-tests" / "test_sandbox_files"]
 TEST_USER = "codeshim-test"
 
 

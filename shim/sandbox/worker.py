@@ -580,9 +580,20 @@ def _supervisor():
                 pass
             file_reply(seq, b"E")
 
+    def died_unseen():
+        # The interpreter died, or spoke, while idle, and the request came
+        # before this loop saw it (a busy machine): its socket tells.
+        if W.inbuf or W.eof or W.status is not None:
+            return True
+        p = select.poll()
+        p.register(W.sock.fileno(), select.POLLIN)
+        return bool(p.poll(0))
+
     def start(payload):
         nonlocal cell
         seq = payload[1:5]
+        if W.pid and died_unseen():
+            kill_all()  # as when seen idle: the request gets a new one
         thaw()
         restarted = st["lost"]
         st["lost"] = False

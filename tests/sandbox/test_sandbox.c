@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -379,6 +380,109 @@ static void test_worker_death(void **state)
     assert_non_null(strstr(r.logs, "restarted"));
     assert_non_null(strstr(r.logs, "\n9\n"));
     shim_exec_result_free(&r);
+    shim_sandbox_close(sb);
+}
+
+/* One execution on another thread: its request sent, it waits in poll. */
+struct exec_job {
+    struct shim_sandbox *sb;
+    const char *code;
+    struct shim_exec_result r;
+    pid_t tid; /* atomic */
+    int rc;
+};
+
+static void *exec_thread(void *arg)
+{
+    struct exec_job *j = arg;
+
+    __atomic_store_n(&j->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    j->rc = shim_sandbox_exec(j->sb, j->code, strlen(j->code), &j->r);
+    return NULL;
+}
+
+/* 1 once thread tid sleeps in poll(2) or ppoll(2), which the host only
+ * does with its request written, waiting for the reply. */
+static int waits_in_poll(pid_t tid)
+{
+    char path[64], buf[128];
+    long nr;
+    ssize_t len;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/syscall", (long)tid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    len = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (len <= 0)
+        return 0;
+    buf[len] = '\0';
+    if (sscanf(buf, "%ld", &nr) != 1)
+        return 0;
+#ifdef SYS_poll
+    if (nr == SYS_poll)
+        return 1;
+#endif
+    return nr == SYS_ppoll;
+}
+
+/* The interpreter dies between executions and the next request reaches the
+ * supervisor before it noticed (stopped here, as a busy machine may leave
+ * it unscheduled): the request still runs, in a new interpreter, and the
+ * model is told. The marker child is the interpreter's, which is the
+ * supervisor's. */
+static void test_worker_death_unseen(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct exec_job j = {0};
+    pthread_t th;
+    char marker[32], code[400];
+    pid_t sleep_pid, worker, sup;
+    int i;
+
+    (void)state;
+    make_cfg(&c);
+    sb = open_sb(&c);
+    snprintf(marker, sizeof(marker), "1000.4%05d", (int)(getpid() % 100000));
+    snprintf(code, sizeof(code),
+             "import ctypes, subprocess\n"
+             "libc = ctypes.CDLL(None)\n"
+             "_ = subprocess.Popen(['sleep', '%s'],\n"
+             "                     preexec_fn=lambda: libc.prctl(1, 9))",
+             marker);
+    expect(sb, code, SHIM_EXEC_OK, "");
+    sleep_pid = host_proc("sleep", marker);
+    assert_true(sleep_pid > 0);
+    worker = host_parent(sleep_pid);
+    assert_true(worker > 0);
+    sup = host_parent(worker);
+    assert_true(sup > 0);
+
+    assert_int_equal(kill(sup, SIGSTOP), 0);
+    assert_int_equal(kill(worker, SIGKILL), 0);
+    /* the marker dies as the interpreter exits, after its files closed */
+    assert_int_equal(wait_host_procs_gone("sleep", marker, 10000), 0);
+    j.sb = sb;
+    j.code = "print(9)";
+    assert_int_equal(pthread_create(&th, NULL, exec_thread, &j), 0);
+    for (i = 0; i < 10000; i++) {
+        pid_t tid = __atomic_load_n(&j.tid, __ATOMIC_ACQUIRE);
+        if (tid > 0 && waits_in_poll(tid))
+            break;
+        usleep(1000);
+    }
+    assert_int_equal(kill(sup, SIGCONT), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(j.rc, 0);
+    if (j.r.status != SHIM_EXEC_OK)
+        print_error("status %d, logs:\n%s\n", j.r.status, j.r.logs);
+    assert_int_equal(j.r.status, SHIM_EXEC_OK);
+    assert_non_null(strstr(j.r.logs, "restarted"));
+    assert_non_null(strstr(j.r.logs, "\n9\n"));
+    shim_exec_result_free(&j.r);
     shim_sandbox_close(sb);
 }
 
@@ -876,6 +980,7 @@ int main(void)
         cmocka_unit_test(test_fds),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_worker_death),
+        cmocka_unit_test(test_worker_death_unseen),
         cmocka_unit_test(test_forged_frames),
         cmocka_unit_test(test_output_cap),
         cmocka_unit_test(test_children_killed_on_close),

@@ -125,8 +125,9 @@ static __attribute__((unused)) int teardown(void **state)
 
 /* Host processes (seen from outside every sandbox) whose command line is
  * exactly argv0 (base name) then arg1, e.g. "sleep" "1000.123": a marker
- * the sandboxed code starts. Stores the uid of one of them in *uid. */
-static __attribute__((unused)) int count_host_procs(const char *argv0, const char *arg1, uid_t *uid)
+ * the sandboxed code starts. Stores the uid and pid of one of them. */
+static __attribute__((unused)) int scan_host_procs(const char *argv0, const char *arg1,
+                                                   uid_t *uid, pid_t *pid)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -157,6 +158,8 @@ static __attribute__((unused)) int count_host_procs(const char *argv0, const cha
             strcmp(a0 + strlen(a0) + 1, arg1))
             continue;
         n++;
+        if (pid)
+            *pid = (pid_t)atoi(e->d_name);
         if (uid) {
             struct stat st;
             snprintf(path, sizeof(path), "/proc/%s", e->d_name);
@@ -166,6 +169,39 @@ static __attribute__((unused)) int count_host_procs(const char *argv0, const cha
     }
     closedir(d);
     return n;
+}
+
+static __attribute__((unused)) int count_host_procs(const char *argv0, const char *arg1, uid_t *uid)
+{
+    return scan_host_procs(argv0, arg1, uid, NULL);
+}
+
+/* The pid of the one such host process, or -1. */
+static __attribute__((unused)) pid_t host_proc(const char *argv0, const char *arg1)
+{
+    pid_t pid = -1;
+
+    return scan_host_procs(argv0, arg1, NULL, &pid) == 1 ? pid : -1;
+}
+
+/* A host process's parent, from /proc/<pid>/status; -1 if gone. */
+static __attribute__((unused)) pid_t host_parent(pid_t pid)
+{
+    char path[64], buf[2048], *p;
+    ssize_t len;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    len = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (len <= 0)
+        return -1;
+    buf[len] = '\0';
+    p = strstr(buf, "\nPPid:");
+    return p ? (pid_t)atoi(p + 7) : -1;
 }
 
 /* Waits up to ms for count_host_procs() to reach 0; returns the count. */

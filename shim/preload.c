@@ -30,6 +30,21 @@
 #undef curl_easy_getinfo
 
 #define EXPORT __attribute__((visibility("default")))
+/* Each wrapper body is inlined into its three per-build entry points, so
+ * the flavour is a constant and the pass-through one call shallower. */
+#define WRAPPER static inline __attribute__((always_inline))
+
+/* Straight to libcurl, marked as libcurl's own call; with the guard already
+ * up (libcurl calling itself), a tail call: nothing to raise. */
+#define STRAIGHT(call)                                                         \
+    do {                                                                       \
+        if (shim_guard_active())                                               \
+            return (call);                                                     \
+        shim_guard_enter();                                                    \
+        rc = (call);                                                           \
+        shim_guard_leave();                                                    \
+        return rc;                                                             \
+    } while (0)
 
 /* CODESHIM_DISABLE=1: every wrapper goes straight to the real function,
  * recording nothing (cwrap's "loaded but disabled"). */
@@ -38,7 +53,7 @@ static int disabled(void)
     return shim_config()->disabled;
 }
 
-static CURL *w_init(enum shim_flavor f)
+WRAPPER CURL *w_init(enum shim_flavor f)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURL *h;
@@ -55,7 +70,7 @@ static CURL *w_init(enum shim_flavor f)
 
 /* Re-packs the one variadic argument by the option's type range, exactly as
  * libcurl's own setopt reads it, records it, and forwards it. */
-static CURLcode w_setopt(enum shim_flavor f, CURL *h, CURLoption o, va_list ap)
+WRAPPER CURLcode w_setopt(enum shim_flavor f, CURL *h, CURLoption o, va_list ap)
 {
     const struct shim_curl_api *api = shim_real(f);
     union shim_optval v;
@@ -86,25 +101,21 @@ static CURLcode w_setopt(enum shim_flavor f, CURL *h, CURLoption o, va_list ap)
     return rc;
 }
 
-static CURLcode w_perform(enum shim_flavor f, CURL *h)
+WRAPPER CURLcode w_perform(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLcode rc;
 
     if (!api)
         return CURLE_FAILED_INIT;
-    if (shim_guard_active() || disabled()) {
-        shim_guard_enter();
-        rc = api->easy_perform(h);
-        shim_guard_leave();
-        return rc;
-    }
+    if (shim_guard_active() || disabled())
+        STRAIGHT(api->easy_perform(h));
     if (shim_multi_owns(h)) /* libcurl's answer for a handle in a multi */
         return CURLE_FAILED_INIT;
     return shim_intercept_perform(api, h);
 }
 
-static CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info, va_list ap)
+WRAPPER CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info, va_list ap)
 {
     const struct shim_curl_api *api = shim_real(f);
     void *out = va_arg(ap, void *);
@@ -120,7 +131,7 @@ static CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info, va_list ap
     return rc;
 }
 
-static void w_cleanup(enum shim_flavor f, CURL *h)
+WRAPPER void w_cleanup(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
 
@@ -137,7 +148,7 @@ static void w_cleanup(enum shim_flavor f, CURL *h)
     shim_guard_leave();
 }
 
-static void w_reset(enum shim_flavor f, CURL *h)
+WRAPPER void w_reset(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
 
@@ -150,7 +161,7 @@ static void w_reset(enum shim_flavor f, CURL *h)
     shim_guard_leave();
 }
 
-static CURL *w_duphandle(enum shim_flavor f, CURL *h)
+WRAPPER CURL *w_duphandle(enum shim_flavor f, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURL *d;
@@ -167,6 +178,10 @@ static CURL *w_duphandle(enum shim_flavor f, CURL *h)
 
 /* ---- multi ---- */
 
+/* Out of line, so that the entry points' fast path (INNER) saves no
+ * registers. */
+#define MULTI_BODY static __attribute__((noinline))
+
 /* A multi wrapper goes straight to libcurl when libcurl itself calls, or
  * codeshim is disabled; else to multi.c. */
 static int direct(void)
@@ -174,15 +189,8 @@ static int direct(void)
     return shim_guard_active() || disabled();
 }
 
-#define STRAIGHT(call)                                                         \
-    do {                                                                       \
-        shim_guard_enter();                                                    \
-        rc = (call);                                                           \
-        shim_guard_leave();                                                    \
-        return rc;                                                             \
-    } while (0)
 
-static CURLMcode w_madd(enum shim_flavor f, CURLM *m, CURL *e)
+MULTI_BODY CURLMcode w_madd(enum shim_flavor f, CURLM *m, CURL *e)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -194,7 +202,7 @@ static CURLMcode w_madd(enum shim_flavor f, CURLM *m, CURL *e)
     return shim_multi_add(api, m, e);
 }
 
-static CURLMcode w_mremove(enum shim_flavor f, CURLM *m, CURL *e)
+MULTI_BODY CURLMcode w_mremove(enum shim_flavor f, CURLM *m, CURL *e)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -206,7 +214,7 @@ static CURLMcode w_mremove(enum shim_flavor f, CURLM *m, CURL *e)
     return shim_multi_remove(api, m, e);
 }
 
-static CURLMcode w_mperform(enum shim_flavor f, CURLM *m, int *running)
+MULTI_BODY CURLMcode w_mperform(enum shim_flavor f, CURLM *m, int *running)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -218,7 +226,7 @@ static CURLMcode w_mperform(enum shim_flavor f, CURLM *m, int *running)
     return shim_multi_perform(api, m, running);
 }
 
-static CURLMcode w_msocket(enum shim_flavor f, CURLM *m, curl_socket_t s, int ev, int *running)
+MULTI_BODY CURLMcode w_msocket(enum shim_flavor f, CURLM *m, curl_socket_t s, int ev, int *running)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -230,7 +238,7 @@ static CURLMcode w_msocket(enum shim_flavor f, CURLM *m, curl_socket_t s, int ev
     return shim_multi_socket_action(api, m, s, ev, running);
 }
 
-static CURLMcode w_msocket_all(enum shim_flavor f, CURLM *m, int *running)
+MULTI_BODY CURLMcode w_msocket_all(enum shim_flavor f, CURLM *m, int *running)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -242,7 +250,7 @@ static CURLMcode w_msocket_all(enum shim_flavor f, CURLM *m, int *running)
     return shim_multi_socket_all(api, m, running);
 }
 
-static CURLMcode w_mwait(enum shim_flavor f, CURLM *m, struct curl_waitfd *x, unsigned int n,
+MULTI_BODY CURLMcode w_mwait(enum shim_flavor f, CURLM *m, struct curl_waitfd *x, unsigned int n,
                          int ms, int *ret, int poll)
 {
     const struct shim_curl_api *api = shim_real(f);
@@ -259,7 +267,7 @@ static CURLMcode w_mwait(enum shim_flavor f, CURLM *m, struct curl_waitfd *x, un
     return shim_multi_wait(api, m, x, n, ms, ret, poll);
 }
 
-static CURLMcode w_mfdset(enum shim_flavor f, CURLM *m, fd_set *r, fd_set *w, fd_set *x,
+MULTI_BODY CURLMcode w_mfdset(enum shim_flavor f, CURLM *m, fd_set *r, fd_set *w, fd_set *x,
                           int *max_fd)
 {
     const struct shim_curl_api *api = shim_real(f);
@@ -272,7 +280,7 @@ static CURLMcode w_mfdset(enum shim_flavor f, CURLM *m, fd_set *r, fd_set *w, fd
     return shim_multi_fdset(api, m, r, w, x, max_fd);
 }
 
-static CURLMcode w_mtimeout(enum shim_flavor f, CURLM *m, long *ms)
+MULTI_BODY CURLMcode w_mtimeout(enum shim_flavor f, CURLM *m, long *ms)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -284,7 +292,7 @@ static CURLMcode w_mtimeout(enum shim_flavor f, CURLM *m, long *ms)
     return shim_multi_timeout(api, m, ms);
 }
 
-static CURLMsg *w_minfo(enum shim_flavor f, CURLM *m, int *left)
+MULTI_BODY CURLMsg *w_minfo(enum shim_flavor f, CURLM *m, int *left)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMsg *rc;
@@ -301,7 +309,7 @@ static CURLMsg *w_minfo(enum shim_flavor f, CURLM *m, int *left)
 
 /* Re-packs the one variadic argument by the option's type, as
  * curl_multi_setopt reads it. */
-static CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_list ap)
+MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_list ap)
 {
     const struct shim_curl_api *api = shim_real(f);
     union shim_optval v;
@@ -329,7 +337,7 @@ static CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_list 
     STRAIGHT(api->multi_setopt(m, o, v.off));
 }
 
-static CURLMcode w_massign(enum shim_flavor f, CURLM *m, curl_socket_t s, void *p)
+MULTI_BODY CURLMcode w_massign(enum shim_flavor f, CURLM *m, curl_socket_t s, void *p)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -341,7 +349,7 @@ static CURLMcode w_massign(enum shim_flavor f, CURLM *m, curl_socket_t s, void *
     return shim_multi_assign(api, m, s, p);
 }
 
-static CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
+MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
@@ -353,62 +361,86 @@ static CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
     return shim_multi_cleanup(api, m);
 }
 
+/* libcurl calling itself (inside curl_easy_perform, the guard up) once
+ * the build is bound: the entry point tail-calls the real function before
+ * anything else, since this happens thousands of times a second; the
+ * wrapper bodies handle every other case. */
+#define INNER(F, field, args)                                                  \
+    do {                                                                       \
+        const struct shim_curl_api *a_;                                        \
+        if (shim_guard_active() &&                                             \
+            (a_ = __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE)) &&   \
+            a_->field)                                                         \
+            return a_->field args;                                             \
+    } while (0)
+
 #define MULTI_WRAPPERS(tag, F, VER)                                            \
     EXPORT __attribute__((symver("curl_multi_add_handle" VER))) CURLMcode      \
         tag##_madd(CURLM *m, CURL *e)                                          \
     {                                                                          \
+        INNER(F, multi_add_handle, (m, e));                                    \
         return w_madd(F, m, e);                                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_remove_handle" VER))) CURLMcode   \
         tag##_mremove(CURLM *m, CURL *e)                                       \
     {                                                                          \
+        INNER(F, multi_remove_handle, (m, e));                                 \
         return w_mremove(F, m, e);                                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_perform" VER))) CURLMcode         \
         tag##_mperform(CURLM *m, int *r)                                       \
     {                                                                          \
+        INNER(F, multi_perform, (m, r));                                       \
         return w_mperform(F, m, r);                                            \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket_action" VER))) CURLMcode   \
         tag##_msocket_action(CURLM *m, curl_socket_t s, int ev, int *r)        \
     {                                                                          \
+        INNER(F, multi_socket_action, (m, s, ev, r));                          \
         return w_msocket(F, m, s, ev, r);                                      \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket" VER))) CURLMcode          \
         tag##_msocket(CURLM *m, curl_socket_t s, int *r)                       \
     {                                                                          \
+        INNER(F, multi_socket_action, (m, s, 0, r));                           \
         return w_msocket(F, m, s, 0, r);                                       \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket_all" VER))) CURLMcode      \
         tag##_msocket_all(CURLM *m, int *r)                                    \
     {                                                                          \
+        INNER(F, multi_socket_all, (m, r));                                    \
         return w_msocket_all(F, m, r);                                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_wait" VER))) CURLMcode            \
         tag##_mwait(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
                     int *ret)                                                  \
     {                                                                          \
+        INNER(F, multi_wait, (m, x, n, ms, ret));                              \
         return w_mwait(F, m, x, n, ms, ret, 0);                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_poll" VER))) CURLMcode            \
         tag##_mpoll(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
                     int *ret)                                                  \
     {                                                                          \
+        INNER(F, multi_poll, (m, x, n, ms, ret));                              \
         return w_mwait(F, m, x, n, ms, ret, 1);                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_fdset" VER))) CURLMcode           \
         tag##_mfdset(CURLM *m, fd_set *r, fd_set *w, fd_set *x, int *mx)       \
     {                                                                          \
+        INNER(F, multi_fdset, (m, r, w, x, mx));                               \
         return w_mfdset(F, m, r, w, x, mx);                                    \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_timeout" VER))) CURLMcode         \
         tag##_mtimeout(CURLM *m, long *ms)                                     \
     {                                                                          \
+        INNER(F, multi_timeout, (m, ms));                                      \
         return w_mtimeout(F, m, ms);                                           \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_info_read" VER))) CURLMsg *       \
         tag##_minfo(CURLM *m, int *left)                                       \
     {                                                                          \
+        INNER(F, multi_info_read, (m, left));                                  \
         return w_minfo(F, m, left);                                            \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_setopt" VER))) CURLMcode          \
@@ -424,11 +456,13 @@ static CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
     EXPORT __attribute__((symver("curl_multi_assign" VER))) CURLMcode          \
         tag##_massign(CURLM *m, curl_socket_t s, void *p)                      \
     {                                                                          \
+        INNER(F, multi_assign, (m, s, p));                                     \
         return w_massign(F, m, s, p);                                          \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_cleanup" VER))) CURLMcode         \
         tag##_mcleanup(CURLM *m)                                               \
     {                                                                          \
+        INNER(F, multi_cleanup, (m));                                          \
         return w_mcleanup(F, m);                                               \
     }
 

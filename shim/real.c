@@ -38,9 +38,9 @@ static const struct flavor_def flavors[SHIM_NFLAVORS] = {
 
 static struct shim_curl_api apis[SHIM_NFLAVORS];
 static int bound_ok[SHIM_NFLAVORS];
-/* &apis[f] once bound: every wrapper call reads it, one acquire load
- * instead of a pthread_once call */
-static const struct shim_curl_api *ready[SHIM_NFLAVORS];
+/* &apis[f] once bound: every wrapper call reads it (real.h), one acquire
+ * load instead of a pthread_once call */
+const struct shim_curl_api *shim_real_ready[SHIM_NFLAVORS];
 static pthread_once_t once[SHIM_NFLAVORS] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
                                              PTHREAD_ONCE_INIT};
 __thread int shim_guard_depth;
@@ -136,7 +136,7 @@ static void bind_flavor(enum shim_flavor f)
     BIND(slist_free_all, "curl_slist_free_all");
     bind_multi(f, a);
     bound_ok[f] = 1;
-    __atomic_store_n(&ready[f], a, __ATOMIC_RELEASE);
+    __atomic_store_n(&shim_real_ready[f], a, __ATOMIC_RELEASE);
 out:
     if (missing)
         LOG_ERR("cannot find the real %s (%s build of libcurl) in this process",
@@ -147,36 +147,28 @@ static void bind_openssl(void) { bind_flavor(SHIM_FLAVOR_OPENSSL); }
 static void bind_gnutls(void) { bind_flavor(SHIM_FLAVOR_GNUTLS); }
 static void bind_nss(void) { bind_flavor(SHIM_FLAVOR_NSS); }
 
-const struct shim_curl_api *shim_real(enum shim_flavor f)
+const struct shim_curl_api *shim_real_bind(enum shim_flavor f)
 {
     static void (*const binders[SHIM_NFLAVORS])(void) = {bind_openssl, bind_gnutls,
                                                          bind_nss};
 
-    const struct shim_curl_api *a;
-
     if ((unsigned)f >= SHIM_NFLAVORS)
         return NULL;
-    if ((a = __atomic_load_n(&ready[f], __ATOMIC_ACQUIRE)) != NULL)
-        return a;
     pthread_once(&once[f], binders[f]);
     return bound_ok[f] ? &apis[f] : NULL;
 }
 
 static char self_dir[PATH_MAX];
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static const char *self_name; /* the loader's name of this library */
 
-/* The real, absolute directory of this library. The loader may have been
- * given a relative path (LD_PRELOAD=build/libcodeshim.so), which means
- * something else once the program has changed directory: resolved once,
- * at load time, before the program's own code runs. */
 static void find_self(void)
 {
-    Dl_info info;
     char *real, *slash;
 
-    if (!dladdr((void *)&shim_real_self_dir, &info) || !info.dli_fname)
+    if (!self_name)
         return;
-    real = realpath(info.dli_fname, NULL);
+    real = realpath(self_name, NULL);
     if (!real)
         return;
     slash = strrchr(real, '/');
@@ -186,9 +178,21 @@ static void find_self(void)
     free(real);
 }
 
+/* The real, absolute directory of this library. The loader may have been
+ * given a relative path (LD_PRELOAD=build/libcodeshim.so), which means
+ * something else once the program has changed directory: such a name is
+ * resolved at load time, before the program's own code runs. An absolute
+ * one (the loader keeps the string) waits until a helper is looked for,
+ * which most programs never do. */
 __attribute__((constructor)) static void remember_self_dir(void)
 {
-    pthread_once(&self_once, find_self);
+    Dl_info info;
+
+    if (!dladdr((void *)&shim_real_self_dir, &info) || !info.dli_fname)
+        return;
+    self_name = info.dli_fname;
+    if (self_name[0] != '/')
+        pthread_once(&self_once, find_self);
 }
 
 void shim_real_self_dir(char *out, size_t outsz)

@@ -48,9 +48,25 @@ struct shim_curl_api {
     CURLMcode (*multi_cleanup)(CURLM *);
 };
 
-/* The real API of flavour f, bound on first use; NULL (and one error log)
+/* Binds flavour f (once) and returns its table; NULL (and one error log)
  * when that libcurl cannot be found in the process. */
-const struct shim_curl_api *shim_real(enum shim_flavor f);
+const struct shim_curl_api *shim_real_bind(enum shim_flavor f);
+/* [f] is the bound table once shim_real_bind published it; written only
+ * there. */
+extern const struct shim_curl_api *shim_real_ready[SHIM_NFLAVORS];
+
+/* The real API of flavour f, bound on first use: inline, because libcurl
+ * itself calls the curl_multi_* wrappers thousands of times a second from
+ * inside curl_easy_perform, so one load is the whole cost once bound. */
+static inline const struct shim_curl_api *shim_real(enum shim_flavor f)
+{
+    const struct shim_curl_api *a;
+
+    if ((unsigned)f >= SHIM_NFLAVORS)
+        return NULL;
+    a = __atomic_load_n(&shim_real_ready[f], __ATOMIC_ACQUIRE);
+    return a ? a : shim_real_bind(f);
+}
 
 /* Loads libcjson.so.1 (RTLD_LOCAL: it stays out of the host's global
  * symbol scope) and fills out[i] with its function names[i]; 0, or

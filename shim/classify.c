@@ -52,17 +52,39 @@ enum shim_api shim_classify_url(const char *url)
     return SHIM_API_NONE;
 }
 
+/* contains() for a NUL-terminated s, which needs no length first. */
+static int contains_str(const char *s, const char *needle, size_t k, size_t pivot)
+{
+    const char *p;
+    size_t i;
+
+    for (i = 0; i < pivot; i++)
+        if (!s[i])
+            return 0;
+    for (p = s + pivot; (p = strchr(p, needle[pivot])) != NULL; p++)
+        if (!strncmp(p - pivot, needle, k))
+            return 1;
+    return 0;
+}
+
 enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
                                      const char *url, const char *body,
                                      size_t len, size_t max_body)
 {
     static const char needle[] = "code_interpreter";
 
-    if (!is_post || !body || len == 0 || len > max_body)
+    if (!is_post || !body || len == 0)
         return SHIM_API_NONE;
     if (custom_request && strcasecmp(custom_request, "POST") != 0)
         return SHIM_API_NONE;
-    if (!contains(body, len, needle, sizeof(needle) - 1, 4))
+    if (len == SHIM_BODY_STRING) {
+        if (!contains_str(body, needle, sizeof(needle) - 1, 4))
+            return SHIM_API_NONE;
+        len = strlen(body);
+    } else if (len <= max_body && !contains(body, len, needle, sizeof(needle) - 1, 4)) {
+        return SHIM_API_NONE;
+    }
+    if (len == 0 || len > max_body)
         return SHIM_API_NONE;
     return shim_classify_url(url);
 }

@@ -21,6 +21,9 @@ struct entry {
     CURL *h;
     enum shim_flavor flavor;
     char *url;
+    /* the URL's classification, made when it is set, not at every perform */
+    enum shim_api url_api;
+    int url_containers;
     char *custom_request;
     int method;
     const char *postfields; /* borrowed, or == copied */
@@ -158,6 +161,12 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+static void classify_url(struct entry *e)
+{
+    e->url_api = shim_classify_url(e->url);
+    e->url_containers = shim_classify_maybe_containers(e->url);
+}
+
 /* Mirrors how libcurl's setopt.c moves between request methods. */
 static void apply(struct entry *e, CURLoption opt, union shim_optval v)
 {
@@ -165,6 +174,7 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_URL:
         free(e->url);
         e->url = dup_or_null(v.p);
+        classify_url(e);
         break;
     case CURLOPT_CUSTOMREQUEST:
         free(e->custom_request);
@@ -349,10 +359,13 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body)
     if (e) {
         if (e->ans.active)
             clear_answer(&e->ans);
-        if (e->postfields)
+        if (e->postfields && e->url_api != SHIM_API_NONE)
             kind = shim_classify_transfer(e->method == SHIM_METHOD_POST, e->custom_request,
-                                          e->url, e->postfields, body_len(e), max_body);
-        if (kind == SHIM_API_NONE && shim_classify_maybe_containers(e->url))
+                                          e->url, e->postfields,
+                                          e->postsize >= 0 ? (size_t)e->postsize
+                                                           : SHIM_BODY_STRING,
+                                          max_body);
+        if (kind == SHIM_API_NONE && e->url_containers)
             kind = SHIM_API_CONTAINERS;
     }
     pthread_mutex_unlock(&lock);
@@ -570,6 +583,7 @@ void shim_handles_dup(CURL *from, CURL *to)
         dst->h = to;
         memset(&dst->ans, 0, sizeof(dst->ans));
         dst->url = dup_or_null(src->url);
+        classify_url(dst);
         dst->custom_request = dup_or_null(src->custom_request);
         for (size_t i = 0; i < SHIM_HANDLE_NET; i++)
             dst->net[i] = dup_or_null(src->net[i]);

@@ -32,6 +32,9 @@ static void classify(const struct fuzz_input *in)
         shim_classify_transfer(1, methods[fuzz_pick(in, 10 + i, 5)], urls[i], body, in->n,
                                fuzz_pick(in, 20, 2) ? (size_t)1 << 20 : in->n / 2);
     shim_classify_transfer(1, NULL, s, body, in->n, (size_t)1 << 20);
+    /* the same input as a C string body (POSTFIELDS without a size) */
+    shim_classify_transfer(1, NULL, urls[0], s, SHIM_BODY_STRING,
+                           fuzz_pick(in, 21, 2) ? (size_t)1 << 20 : in->n / 2);
     for (i = 0; i < in->ndocs; i++)
         shim_classify_body(in->doc[i]);
     free(s);

@@ -77,6 +77,37 @@ static void needle_scan(void **state)
     assert_int_equal(scan(big, 17), SHIM_API_RESPONSES);
 }
 
+static enum shim_api scan_str(const char *b, size_t max)
+{
+    return shim_classify_transfer(1, NULL, "https://h/v1/responses", b, SHIM_BODY_STRING, max);
+}
+
+/* A body given as a C string (POSTFIELDS without a size): the same scan up
+ * to its NUL, the size limit applied to its length once the needle is in. */
+static void needle_scan_string(void **state)
+{
+    static const char n[] = "code_interpreter";
+    char big[4096];
+    (void)state;
+    assert_int_equal(scan_str(n, 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(scan_str(body, 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(scan_str(body, 8), SHIM_API_NONE);
+    assert_int_equal(scan_str("", 1 << 20), SHIM_API_NONE);
+    assert_int_equal(scan_str("cod", 1 << 20), SHIM_API_NONE); /* shorter than the pivot */
+    assert_int_equal(scan_str("code_interprete", 1 << 20), SHIM_API_NONE);
+    assert_int_equal(scan_str("code_interprete code_interpreter", 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(scan_str("{\"tools\":[]}", 1 << 20), SHIM_API_NONE);
+    memset(big, '_', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(scan_str(big, 1 << 20), SHIM_API_NONE);
+    memcpy(big + sizeof(big) - 17, n, 16); /* right before the NUL */
+    assert_int_equal(scan_str(big, 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(scan_str(big, sizeof(big) - 2), SHIM_API_NONE); /* one byte too long */
+    assert_int_equal(shim_classify_transfer(1, "PUT", "https://h/v1/responses", n,
+                                            SHIM_BODY_STRING, 1 << 20),
+                     SHIM_API_NONE);
+}
+
 static int body_is_ours(const char *s)
 {
     cJSON *j = shim_json_parse(s, strlen(s));
@@ -129,6 +160,7 @@ int main(void)
         cmocka_unit_test(url_paths),
         cmocka_unit_test(transfer_checks),
         cmocka_unit_test(needle_scan),
+        cmocka_unit_test(needle_scan_string),
         cmocka_unit_test(body_checks),
         cmocka_unit_test(unsupported_requests),
     };

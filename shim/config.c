@@ -44,10 +44,47 @@ char **shim_config_own_env(void)
 static struct shim_config g_config;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* The CODESHIM_* entries of the environment, gathered in one pass for
+ * the one parse of load(): it asks for some forty of them, and one
+ * getenv() walks the whole environment each time. */
+#define OWN_PREFIX "CODESHIM_"
+#define OWN_MAX 64
+struct own_env {
+    const char *e[OWN_MAX];
+    size_t n;
+    int overflow; /* more than OWN_MAX: getenv() it is */
+};
+
+static void gather_own(struct own_env *o)
+{
+    extern char **environ;
+    char **p;
+
+    o->n = 0;
+    o->overflow = 0;
+    for (p = environ; p && *p; p++) {
+        if (strncmp(*p, OWN_PREFIX, sizeof(OWN_PREFIX) - 1))
+            continue;
+        if (o->n == OWN_MAX) {
+            o->overflow = 1;
+            return;
+        }
+        o->e[o->n++] = *p;
+    }
+}
+
 static const char *real_env(const char *name, void *ctx)
 {
-    (void)ctx;
-    return getenv(name);
+    const struct own_env *o = ctx;
+    size_t i, k;
+
+    if (o->overflow || strncmp(name, OWN_PREFIX, sizeof(OWN_PREFIX) - 1))
+        return getenv(name);
+    k = strlen(name);
+    for (i = 0; i < o->n; i++) /* the first, as getenv() */
+        if (!strncmp(o->e[i], name, k) && o->e[i][k] == '=')
+            return o->e[i] + k + 1;
+    return NULL;
 }
 
 #define MAX_WARNINGS 8
@@ -80,18 +117,23 @@ static void default_sessiond(struct shim_config *c)
 
 static void load(void)
 {
+    struct own_env own;
     int i;
 
-    shim_config_parse(&g_config, real_env, keep_warning, NULL);
+    gather_own(&own);
+    shim_config_fill(&g_config, real_env, keep_warning, &own); /* once, still zero */
     default_sessiond(&g_config);
     shim_log_setup(g_config.log_level, g_config.log_file);
     for (i = 0; i < g_nwarnings; i++)
         LOG_WARN("%s", g_warnings[i]);
 }
 
-const struct shim_config *shim_config(void)
+const struct shim_config *shim_config_ready;
+
+const struct shim_config *shim_config_load(void)
 {
     pthread_once(&g_once, load);
+    __atomic_store_n(&shim_config_ready, &g_config, __ATOMIC_RELEASE);
     return &g_config;
 }
 

@@ -78,8 +78,19 @@ struct shim_config {
  * processes that are codeshim's own (never the sandbox). */
 char **shim_config_own_env(void);
 
-/* The process-wide configuration; loaded on first use (thread-safe). */
-const struct shim_config *shim_config(void);
+/* Loads the process-wide configuration (once, thread-safe) and returns it. */
+const struct shim_config *shim_config_load(void);
+/* It once loaded, else NULL; written only by shim_config_load. */
+extern const struct shim_config *shim_config_ready;
+
+/* The process-wide configuration; loaded on first use. Inline: every
+ * wrapper call of the pass-through asks, so once loaded it is one load. */
+static inline const struct shim_config *shim_config(void)
+{
+    const struct shim_config *c = __atomic_load_n(&shim_config_ready, __ATOMIC_ACQUIRE);
+
+    return c ? c : shim_config_load();
+}
 
 /* Pure parser used by shim_config() and the unit tests: fills c from the
  * lookup function (getenv-shaped). Warnings about bad values go to warn,
@@ -88,6 +99,12 @@ typedef const char *(*shim_env_fn)(const char *name, void *ctx);
 typedef void (*shim_warn_fn)(const char *msg, void *ctx);
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
                        void *ctx);
+/* The same without clearing c first, for one that is all zero already:
+ * the process-wide instance, static storage the loader cleared (its
+ * clearing is some 45 KB of paths, paid by every program at its first
+ * curl call otherwise). */
+void shim_config_fill(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
+                      void *ctx);
 
 /* The settings a request's code runs under. Without CODESHIM_CONFIG:
  * shim_config(). With it: the named sandbox (the file's default when name

@@ -218,9 +218,15 @@ static long long default_inflight(void)
 void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
                        void *ctx)
 {
+    memset(c, 0, sizeof(*c));
+    shim_config_fill(c, env, warn, ctx);
+}
+
+void shim_config_fill(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
+                      void *ctx)
+{
     struct parse_ctx p = {env, warn, ctx};
 
-    memset(c, 0, sizeof(*c));
     c->disabled = get_bool(&p, "CODESHIM_DISABLE");
     c->max_loops = (int)get_num(&p, "CODESHIM_MAX_LOOPS", 10, 1, 1000);
     c->exec_timeout_s = (int)get_num(&p, "CODESHIM_EXEC_TIMEOUT", 60, 1, 86400);

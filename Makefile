@@ -73,9 +73,10 @@ $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 # all ~200. The price is a writable .got.plt (partial RELRO; .got and the
 # rest stay read-only). The one place lazy binding is unsafe is the
 # CLONE_VM child of spawn.c, which shares the host's memory and runs on a
-# small stack: spawn.o is built with -fno-plt, so its calls go through GOT
-# slots the loader fills at load time, before anything runs.
-$(BUILD)/obj/shim/sandbox/spawn.o: ALL_CFLAGS += -fno-plt
+# small stack: its code, spawn_child.c, is built with -fno-plt, so its
+# calls go through GOT slots the loader fills at load time, before anything
+# runs (some twenty: the parent's side in spawn.c binds lazily).
+$(BUILD)/obj/shim/sandbox/spawn_child.o: ALL_CFLAGS += -fno-plt
 $(BUILD)/libcodeshim.so: $(SHIM_OBJ) $(SO_ONLY_OBJ) shim/codeshim.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(SO_ONLY_OBJ) -Wl,--version-script=shim/codeshim.map \
 	  -Wl,-z,defs -Wl,-z,relro -Wl,--as-needed $(SO_LIBS)

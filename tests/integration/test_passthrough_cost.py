@@ -75,8 +75,8 @@ def bind_now(lib):
 
 
 def test_the_clone_vm_child_never_meets_the_lazy_resolver():
-    """spawn.c's child shares the host's memory on a 64 KB stack: every
-    function it calls must be bound before it runs, by -z now or through
-    GOT slots the loader fills at load time (-fno-plt)."""
-    spawn = REPO / "build" / "obj" / "shim" / "sandbox" / "spawn.o"
+    """spawn.c's child (spawn_child.c) shares the host's memory on a 64 KB
+    stack: every function it calls must be bound before it runs, by -z now
+    or through GOT slots the loader fills at load time (-fno-plt)."""
+    spawn = REPO / "build" / "obj" / "shim" / "sandbox" / "spawn_child.o"
     assert bind_now(LIB) or not plt_calls(spawn), sorted(plt_calls(spawn))

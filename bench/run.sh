@@ -7,7 +7,8 @@
 #   1 pass-through instructions, with vs without the library (callgrind);
 #   2 codeshim's own CPU per loop step, 10 KB / 100 KB / 1 MB conversations;
 #   4 throughput and peak memory, N threads with executions;
-#   5 resident memory added when idle, and around a 1 MB conversation.
+#   5 resident memory added when idle, and around a 1 MB conversation;
+#   a session resumed from a new program run (bench/session_bench.py).
 # The goals are printed beside the numbers. Measured, never asserted.
 set -eu
 cd "$(dirname "$0")/.."
@@ -32,6 +33,10 @@ row "code_interpreter request, offline model (1 exec)" env CODESHIM_OFFLINE=1 LD
 # Live streaming (issue 14): the program's first text delta against the
 # upstream's, and the spread of the deltas (bench/bench_stream.py).
 /usr/bin/python3 bench/bench_stream.py "$LIB" "${STREAM_RUNS:-10}"
+# A session resumed from a new program run (issue 15), against a bare
+# Python start (bench/session_bench.py).
+echo
+/usr/bin/python3 bench/session_bench.py "$LIB" "${SESSION_RUNS:-8}"
 
 # Median and spread of numbers on stdin: "median min max".
 stats() { sort -g | awk '{ v[NR] = $1 } END { printf "%s %s %s\n", v[int((NR + 1) / 2)], v[1], v[NR] }'; }

@@ -1252,10 +1252,11 @@ def _zygote():
         os.closerange(len(fds), 1 << 20)
 
     def sandbox_init(uid_out, ctl, err, life, r_go, w_ready):
-        # PID 1 of the new namespaces; the zygote-only steps, then the
-        # supervisor. Errors go to err (the host's pipe).
+        # PID 1 of the new namespaces (forked from the server, or from C);
+        # the zygote-only steps, then the supervisor. Errors go to err
+        # (the host's pipe).
         os.dup2(err, 2)
-        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with C
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with its parent
         os.setsid()
         check(libc.unshare(NS), "unshare")
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
@@ -1276,7 +1277,8 @@ def _zygote():
             die("no uid map")
         os.close(w_ready)
         os.close(r_go)
-        # in its cgroups now (C moved us): their namespace starts there
+        # in its cgroups now (our parent moved us): their namespace
+        # starts there
         check(libc.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
         os.setresgid(uid_in, uid_in, uid_in)
         os.setresuid(uid_in, uid_in, uid_in)
@@ -1297,7 +1299,8 @@ def _zygote():
         os._exit(0)
 
     def child(uid_out, fds):
-        # C: between the zygote and the sandbox; never runs the code.
+        # C, where the server cannot make PID namespaces itself (below):
+        # between the server and the sandbox; never runs the code.
         ctl, err, life = fds[:3]
         os.close(host)
         try:
@@ -1359,6 +1362,129 @@ def _zygote():
                 pass
         os._exit(0)
 
+    # What the server keeps of each sandbox it forked, by descriptor:
+    #   handshake[r_ready] = (pid, pidfd, w_go, uid_out): until its uid
+    #   map is in;
+    #   pidfds[pidfd] = (pid, life): until its PID 1 has ended;
+    #   lives[life] = pidfd: the host's end is open (b"K": kill it).
+    # The life socket is closed once PID 1 is gone, which the host reads
+    # as "that PID namespace is gone".
+    handshake, pidfds, lives = {}, {}, {}
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    # Root hosts: the server is root without a user namespace of its own
+    # and makes each sandbox's PID 1 itself. In a user namespace of its
+    # own (bwrap's, nested) it cannot return to its PID namespace (setns
+    # needs a capability where that namespace's owner is, outside), so a
+    # child (C, above) makes each one, as C did everywhere before.
+    direct = libc.setns(own_pid_ns, CLONE_NEWPID) == 0
+
+    def close_quietly(f):
+        try:
+            os.close(f)
+        except OSError:
+            pass
+
+    def spawn_sandbox(uid_out, fds):
+        # PID 1 of a new PID namespace, forked from here: unshare first
+        # (it applies to the next child only), then fork.
+        ctl, err, life = fds[:3]
+        r_ready, w_ready = os.pipe()
+        r_go, w_go = os.pipe()
+        pid = -1
+        # The namespace of the last one stays ours to give children until
+        # we say otherwise, and unshare refuses a second: back to our own
+        # first (setns), then a new one.
+        if libc.setns(own_pid_ns, CLONE_NEWPID) == 0 and \
+                libc.unshare(CLONE_NEWPID) == 0:
+            try:
+                pid = os.fork()
+            except OSError:
+                pid = -1
+        else:
+            os.write(2, ("codeshim fork server: a new PID namespace: %s\n"
+                         % os.strerror(ctypes.get_errno())).encode())
+        if pid == 0:
+            try:
+                sock.detach()
+                for f in [host, own_pid_ns, r_ready, w_go] + list(handshake) + \
+                        [h[2] for h in handshake.values()] + \
+                        list(pidfds) + list(lives) + fds[3:]:
+                    close_quietly(f)
+                sandbox_init(uid_out, ctl, err, life, r_go, w_ready)
+            except BaseException as e:
+                import traceback
+                die("%r %s" % (e, traceback.format_exc().replace("\n", " ")[-300:]))
+            os._exit(73)
+        for f in (w_ready, r_go):
+            os.close(f)
+        if pid < 0:  # the host reads the life socket's end: cold start
+            for f in (r_ready, w_go):
+                os.close(f)
+            return
+        # Its cgroups, while it sets itself up (the migration is slow on
+        # cgroup v1): it runs nothing of its own before b"g".
+        try:
+            for j in fds[3:]:
+                os.write(j, b"%d" % pid)
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            os.kill(pid, 9)  # not reaped yet: the pid is still its own
+            os.waitpid(pid, 0)
+            for f in (r_ready, w_go):
+                os.close(f)
+            return
+        handshake[r_ready] = (pid, pidfd, w_go, uid_out)
+        pidfds[pidfd] = (pid, os.dup(life))
+        lives[pidfds[pidfd][1]] = pidfd
+
+    def kill(pidfd):
+        # by pidfd: the pid itself may be reaped (the loop's waitpid) and
+        # taken by another process already
+        try:
+            _signal.pidfd_send_signal(pidfd, 9)
+        except OSError:
+            pass  # gone
+
+    def map_ids(r_ready):
+        pid, pidfd, w_go, uid_out = handshake.pop(r_ready)
+        try:
+            if os.read(r_ready, 1) == b"u":
+                for f, t in (("setgroups", "deny"),
+                             ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),
+                             ("gid_map", "%d %d 1\n" % (uid_in, uid_out))):
+                    with open("/proc/%d/%s" % (pid, f), "w") as fh:
+                        fh.write(t)
+                os.write(w_go, b"g")
+        except OSError as e:
+            os.write(2, ("codeshim fork server: %r\n" % (e,)).encode())
+            kill(pidfd)
+        os.close(w_go)
+        os.close(r_ready)
+
+    def on_life(life):
+        try:
+            b = os.read(life, 16)
+        except OSError:
+            b = b""
+        if b"K" in b:
+            kill(lives[life])
+        if not b:
+            del lives[life]  # the host closed: its supervisor ends it
+
+    def ended(pidfd):
+        # reaped here only, so no pid of ours is ever another's meanwhile
+        pid, life = pidfds.pop(pidfd)
+        for r in [r for r, h in handshake.items() if h[1] == pidfd]:
+            os.close(handshake.pop(r)[2])
+            os.close(r)
+        lives.pop(life, None)
+        try:
+            os.waitpid(pid, 0)  # first: the host's "gone" means gone
+        except ChildProcessError:
+            pass
+        os.close(life)
+        os.close(pidfd)
+
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     null = os.open("/dev/null", os.O_RDWR)
     os.dup2(null, 1)
@@ -1367,14 +1493,24 @@ def _zygote():
     buf = b""
     fds = []
     while True:
-        while True:  # reap: we are PID 1 of the zygote's namespace
+        while not direct:  # reap the C's: we are PID 1 of our namespace
             try:
                 if os.waitpid(-1, os.WNOHANG)[0] == 0:
                     break
             except ChildProcessError:
                 break
-        r, _, _ = select.select([host], [], [], 1.0)
-        if not r:
+        p = select.poll()  # not select(): any number of descriptors
+        for f in [host] + list(handshake) + list(lives) + list(pidfds):
+            p.register(f, select.POLLIN)
+        r = [f for f, _ in p.poll()]
+        for f in r:
+            if f in handshake:
+                map_ids(f)
+            elif f in lives:
+                on_life(f)
+            elif f in pidfds:
+                ended(f)
+        if host not in r:
             continue
         try:
             b, anc, _f, _a = sock.recvmsg(1 << 12, _socket.CMSG_SPACE(64))
@@ -1391,10 +1527,13 @@ def _zygote():
             n = int.from_bytes(buf[:4], "big")
             msg, buf = buf[4:4 + n], buf[4 + n:]
             mine, fds = fds, []
-            if msg[:1] == b"F" and len(mine) >= 3:
+            if msg[:1] == b"F" and len(mine) >= 3 and direct:
+                spawn_sandbox(int(msg[1:]), mine)
+            elif msg[:1] == b"F" and len(mine) >= 3:
                 try:
                     if os.fork() == 0:
                         sock.detach()
+                        os.close(own_pid_ns)
                         child(int(msg[1:]), mine)
                 except OSError:
                     pass  # the host sees the life socket end

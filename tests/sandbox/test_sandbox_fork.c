@@ -3,7 +3,8 @@
  * random state nor see each other; the preloaded modules come from the
  * server (no file read to import them) while a fresh sandbox's globals and
  * sys.modules look as a cold one's; a virtualenv named by CODESHIM_PYTHON
- * works. Runs as root (make sandbox) and as an ordinary user. */
+ * works; a stuck PID 1 is killed at close. Runs as root (make sandbox) and
+ * as an ordinary user. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,11 +12,14 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "log.h"
 #include "local_zygote.h"
 #include "sandbox.h"
 
 #include "test_sandbox_util.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 static struct shim_local_zygote_stats zstats(void)
@@ -253,12 +257,62 @@ static void test_venv(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A forked sandbox whose PID 1 does not end when its control socket is
+ * closed (stopped here from the host, as a hung supervisor would be): the
+ * close still ends it, through the life socket (b"K"), and everything of
+ * it is gone when the close returns. */
+static void test_stuck_pid1_killed(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    char marker[32], code[300], logf[300], log[4096];
+    pid_t sleep_pid, worker, sup;
+    size_t n;
+    FILE *f;
+
+    (void)state;
+    make_cfg(&c);
+    c.warm_spare = 0;
+    server_up(&c);
+    sb = open_forked(&c);
+    snprintf(marker, sizeof(marker), "1000.9%05d", (int)(getpid() % 100000));
+    snprintf(code, sizeof(code),
+             "import subprocess\n_ = subprocess.Popen(['sleep', '%s'])", marker);
+    free(output_of(sb, code));
+    sleep_pid = host_proc("sleep", marker);
+    assert_true(sleep_pid > 0);
+    worker = host_parent(sleep_pid);
+    assert_true(worker > 0);
+    sup = host_parent(worker);
+    assert_true(sup > 0);
+    assert_int_equal(kill(sup, SIGSTOP), 0);
+    /* the log says whether b"K" ended it, or only the cgroup's kill after
+     * (as root a cgroup is there too, which would hide a K not obeyed) */
+    snprintf(logf, sizeof(logf), "%s/stuck.log", g_tmpdir);
+    shim_log_setup(SHIM_LOG_WARN, logf);
+    shim_sandbox_close(sb);
+    shim_log_setup(SHIM_LOG_WARN, "");
+    assert_int_equal(kill(sup, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    assert_int_equal(wait_host_procs_gone("sleep", marker, 10000), 0);
+    f = fopen(logf, "r");
+    n = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
+    log[n] = '\0';
+    if (f)
+        fclose(f);
+    unlink(logf);
+    if (strstr(log, "did not end"))
+        print_error("%s", log);
+    assert_null(strstr(log, "did not end"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forks_apart),
         cmocka_unit_test(test_preloaded),
         cmocka_unit_test(test_venv),
+        cmocka_unit_test(test_stuck_pid1_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

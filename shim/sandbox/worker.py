@@ -1298,6 +1298,14 @@ def _zygote():
         _supervisor()
         os._exit(0)
 
+    def map_uid(pid, uid_out):
+        # the sandbox's uid_in is uid_out here; its groups: none
+        for f, t in (("setgroups", "deny"),
+                     ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),
+                     ("gid_map", "%d %d 1\n" % (uid_in, uid_out))):
+            with open("/proc/%d/%s" % (pid, f), "w") as fh:
+                fh.write(t)
+
     def child(uid_out, fds):
         # C, where the server cannot make PID namespaces itself (below):
         # between the server and the sandbox; never runs the code.
@@ -1332,11 +1340,7 @@ def _zygote():
                 os.kill(pid, 9)
                 raise
             if os.read(r_ready, 1) == b"u":
-                for f, t in (("setgroups", "deny"),
-                             ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),
-                             ("gid_map", "%d %d 1\n" % (uid_in, uid_out))):
-                    with open("/proc/%d/%s" % (pid, f), "w") as fh:
-                        fh.write(t)
+                map_uid(pid, uid_out)
                 os.write(w_go, b"g")
             os.close(w_go)
             os.close(r_ready)
@@ -1449,11 +1453,7 @@ def _zygote():
         pid, pidfd, w_go, uid_out = handshake.pop(r_ready)
         try:
             if os.read(r_ready, 1) == b"u":
-                for f, t in (("setgroups", "deny"),
-                             ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),
-                             ("gid_map", "%d %d 1\n" % (uid_in, uid_out))):
-                    with open("/proc/%d/%s" % (pid, f), "w") as fh:
-                        fh.write(t)
+                map_uid(pid, uid_out)
                 os.write(w_go, b"g")
         except OSError as e:
             os.write(2, ("codeshim fork server: %r\n" % (e,)).encode())

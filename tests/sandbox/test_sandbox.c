@@ -440,7 +440,7 @@ static void test_worker_death_unseen(void **state)
     struct exec_job j = {0};
     pthread_t th;
     char marker[32], code[400];
-    pid_t sleep_pid, worker, sup;
+    pid_t worker, sup;
     int i;
 
     (void)state;
@@ -454,12 +454,7 @@ static void test_worker_death_unseen(void **state)
              "                     preexec_fn=lambda: libc.prctl(1, 9))",
              marker);
     expect(sb, code, SHIM_EXEC_OK, "");
-    sleep_pid = host_proc("sleep", marker);
-    assert_true(sleep_pid > 0);
-    worker = host_parent(sleep_pid);
-    assert_true(worker > 0);
-    sup = host_parent(worker);
-    assert_true(sup > 0);
+    sandbox_of("sleep", marker, &worker, &sup);
 
     assert_int_equal(kill(sup, SIGSTOP), 0);
     assert_int_equal(kill(worker, SIGKILL), 0);

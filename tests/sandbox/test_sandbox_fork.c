@@ -266,7 +266,7 @@ static void test_stuck_pid1_killed(void **state)
     struct shim_config c;
     struct shim_sandbox *sb;
     char marker[32], code[300], logf[300], log[4096];
-    pid_t sleep_pid, worker, sup;
+    pid_t worker, sup;
     size_t n;
     FILE *f;
 
@@ -279,12 +279,7 @@ static void test_stuck_pid1_killed(void **state)
     snprintf(code, sizeof(code),
              "import subprocess\n_ = subprocess.Popen(['sleep', '%s'])", marker);
     free(output_of(sb, code));
-    sleep_pid = host_proc("sleep", marker);
-    assert_true(sleep_pid > 0);
-    worker = host_parent(sleep_pid);
-    assert_true(worker > 0);
-    sup = host_parent(worker);
-    assert_true(sup > 0);
+    sandbox_of("sleep", marker, &worker, &sup);
     assert_int_equal(kill(sup, SIGSTOP), 0);
     /* the log says whether b"K" ended it, or only the cgroup's kill after
      * (as root a cgroup is there too, which would hide a K not obeyed) */

@@ -204,6 +204,20 @@ static __attribute__((unused)) pid_t host_parent(pid_t pid)
     return p ? (pid_t)atoi(p + 7) : -1;
 }
 
+/* The interpreter (the marker's parent) and the supervisor (its parent)
+ * of the sandbox whose code started the host process "argv0 arg1". */
+static __attribute__((unused)) void sandbox_of(const char *argv0, const char *arg1,
+                                               pid_t *worker, pid_t *sup)
+{
+    pid_t marker = host_proc(argv0, arg1);
+
+    assert_true(marker > 0);
+    *worker = host_parent(marker);
+    assert_true(*worker > 0);
+    *sup = host_parent(*worker);
+    assert_true(*sup > 0);
+}
+
 /* Waits up to ms for count_host_procs() to reach 0; returns the count. */
 static __attribute__((unused)) int wait_host_procs_gone(const char *argv0, const char *arg1, int ms)
 {

@@ -287,9 +287,19 @@ int main(int argc, char **argv)
     settle();
     shim_local_zygote_stats(&zs);
     zyg = a_child(zs.server_pid, &nsb);
+    /* as an ordinary user the server is the only child of the process
+     * bwrap started (worker.py's _own_pid_namespace); the sandboxes, the
+     * one open and the spare waiting, are two */
+    while (a_child(zyg, &nsb) > 0 && nsb == 1) {
+        long kid = a_child(zyg, &nsb);
+        int grandchildren;
+
+        if (a_child(kid, &grandchildren) <= 0 || grandchildren < 2)
+            break;
+        zyg = kid;
+    }
     a_child(zyg, &nsb);
-    /* the one open and the spare waiting: each its zygote child, PID 1
-     * and worker; per sandbox */
+    /* each sandbox: its PID 1 and worker; per sandbox */
     kb = tree_private_kb(zyg, &nproc) / (nsb > 0 ? nsb : 1);
     shim_sandbox_close(sb);
 

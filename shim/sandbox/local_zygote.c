@@ -27,11 +27,11 @@
  *   sandbox. The life socket ends when that PID namespace is gone.
  * - Stop: as for any sandbox the control socket is closed first (the
  *   supervisor ends everything); then, if its namespace is not gone in
- *   time, b"K" on the life socket has the server kill its PID 1. As root
- *   the server forks each sandbox's PID 1 itself (one process fewer per
- *   sandbox); in a user namespace of its own it cannot make PID
- *   namespaces for its children over and over, so a child of the server
- *   makes each one and does that (worker.py says why).
+ *   time, b"K" on the life socket has the server kill its PID 1. The
+ *   server forks each sandbox's PID 1 itself, into a PID namespace made
+ *   for it; in a user namespace of its own (ordinary users) it first
+ *   becomes PID 1 of a PID namespace that namespace owns, without which
+ *   it could make only one (worker.py's _own_pid_namespace says why).
  * - Privilege: the server keeps the capabilities of its namespaces (each
  *   fork drops them all). As root it is root in its jail, without a user
  *   namespace of its own, so that it can give each sandbox a fresh uid as

@@ -1140,6 +1140,49 @@ def _fresh_state():
         sys.meta_path.insert(0, _Stash(stash))
 
 
+def _own_pid_namespace(libc, host):
+    # The server forks each sandbox's PID 1 in a PID namespace of its own:
+    # unshare(CLONE_NEWPID) names the namespace of the next child only, and
+    # is refused while the last one's is still the one ours get, so the
+    # server first returns to its own (setns). That needs a capability in
+    # the user namespace owning its PID namespace. Where that owner is
+    # outside (bwrap's nested user namespace, for ordinary users), this
+    # process becomes the parent of a child that is PID 1 of a PID
+    # namespace (and /proc) of ours, which is the server from here on; it
+    # waits for it and ends as it does. -> an fd of the server's PID
+    # namespace, which setns accepts.
+    NEWPID, NEWNS = 0x20000000, 0x00020000
+    ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    if libc.setns(ns, NEWPID) == 0:
+        return ns
+    os.close(ns)
+    if libc.unshare(NEWPID | NEWNS) != 0:
+        os.write(2, b"codeshim fork server: no PID namespace of its own\n")
+        os._exit(72)
+    pid = os.fork()
+    if pid > 0:
+        os.close(host)  # the host talks to the child only
+        while True:
+            try:
+                _, st = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                pass
+        os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
+    import ctypes
+    libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with it
+    private, proc = ctypes.c_ulong(16384 | (1 << 18)), ctypes.c_ulong(2 | 4 | 8)
+    if libc.mount(None, b"/", None, private, None) or \
+            libc.mount(b"proc", b"/proc", b"proc", proc, None):
+        os.write(2, b"codeshim fork server: no /proc of its own\n")
+        os._exit(72)
+    ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    if libc.setns(ns, NEWPID) != 0:
+        os.write(2, b"codeshim fork server: cannot make PID namespaces\n")
+        os._exit(72)
+    return ns
+
+
 def _zygote():
     import _signal
     import _socket
@@ -1177,6 +1220,7 @@ def _zygote():
             break
         bpf += b
     os.close(bpf_fd)
+    own_pid_ns = _own_pid_namespace(libc, host)
 
     if memory >= PRELOAD_MIN_MEMORY:
         for name in preload:
@@ -1306,66 +1350,6 @@ def _zygote():
             with open("/proc/%d/%s" % (pid, f), "w") as fh:
                 fh.write(t)
 
-    def child(uid_out, fds):
-        # C, where the server cannot make PID namespaces itself (below):
-        # between the server and the sandbox; never runs the code.
-        ctl, err, life = fds[:3]
-        os.close(host)
-        try:
-            os.dup2(err, 2)
-            check(libc.unshare(CLONE_NEWPID), "unshare(pid)")
-            r_ready, w_ready = os.pipe()
-            r_go, w_go = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    os.close(r_ready)
-                    os.close(w_go)
-                    sandbox_init(uid_out, ctl, err, life, r_go, w_ready)
-                except BaseException as e:
-                    import traceback
-                    die("%r %s" % (e, traceback.format_exc().replace("\n", " ")[-300:]))
-                os._exit(73)
-            os.close(w_ready)
-            os.close(r_go)
-            os.close(ctl)
-            os.close(err)
-            # Its cgroups, while it sets itself up (the migration is slow
-            # on cgroup v1): it runs nothing of its own before "g".
-            try:
-                for j in fds[3:]:
-                    os.write(j, b"%d" % pid)
-                    os.close(j)
-            except OSError:
-                os.kill(pid, 9)
-                raise
-            if os.read(r_ready, 1) == b"u":
-                map_uid(pid, uid_out)
-                os.write(w_go, b"g")
-            os.close(w_go)
-            os.close(r_ready)
-            pidfd = os.pidfd_open(pid)
-            while True:
-                r, _, _ = select.select([life, pidfd], [], [])
-                if pidfd in r:
-                    break
-                try:
-                    b = os.read(life, 16)
-                except OSError:
-                    b = b""
-                if b"K" in b:
-                    os.kill(pid, 9)
-                if not b:
-                    select.select([pidfd], [], [])  # the host closed: the
-                    break                           # supervisor ends
-            os.waitpid(pid, 0)
-        except BaseException as e:
-            try:
-                os.write(2, ("codeshim fork server: %r\n" % (e,)).encode())
-            except OSError:
-                pass
-        os._exit(0)
-
     # What the server keeps of each sandbox it forked, by descriptor:
     #   handshake[r_ready] = (pid, pidfd, w_go, uid_out): until its uid
     #   map is in;
@@ -1374,13 +1358,6 @@ def _zygote():
     # The life socket is closed once PID 1 is gone, which the host reads
     # as "that PID namespace is gone".
     handshake, pidfds, lives = {}, {}, {}
-    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    # Root hosts: the server is root without a user namespace of its own
-    # and makes each sandbox's PID 1 itself. In a user namespace of its
-    # own (bwrap's, nested) it cannot return to its PID namespace (setns
-    # needs a capability where that namespace's owner is, outside), so a
-    # child (C, above) makes each one, as C did everywhere before.
-    direct = libc.setns(own_pid_ns, CLONE_NEWPID) == 0
 
     def close_quietly(f):
         try:
@@ -1493,12 +1470,6 @@ def _zygote():
     buf = b""
     fds = []
     while True:
-        while not direct:  # reap the C's: we are PID 1 of our namespace
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
         p = select.poll()  # not select(): any number of descriptors
         for f in [host] + list(handshake) + list(lives) + list(pidfds):
             p.register(f, select.POLLIN)
@@ -1527,16 +1498,8 @@ def _zygote():
             n = int.from_bytes(buf[:4], "big")
             msg, buf = buf[4:4 + n], buf[4 + n:]
             mine, fds = fds, []
-            if msg[:1] == b"F" and len(mine) >= 3 and direct:
+            if msg[:1] == b"F" and len(mine) >= 3:
                 spawn_sandbox(int(msg[1:]), mine)
-            elif msg[:1] == b"F" and len(mine) >= 3:
-                try:
-                    if os.fork() == 0:
-                        sock.detach()
-                        os.close(own_pid_ns)
-                        child(int(msg[1:]), mine)
-                except OSError:
-                    pass  # the host sees the life socket end
             for f in mine:
                 os.close(f)
 

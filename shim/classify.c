@@ -67,26 +67,32 @@ static int contains_str(const char *s, const char *needle, size_t k, size_t pivo
     return 0;
 }
 
-enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
-                                     const char *url, const char *body,
-                                     size_t len, size_t max_body)
+int shim_classify_may_be_ours(int is_post, const char *custom_request, const char *body,
+                              size_t len, size_t max_body)
 {
     static const char needle[] = "code_interpreter";
 
     if (!is_post || !body || len == 0)
-        return SHIM_API_NONE;
+        return 0;
     if (custom_request && strcasecmp(custom_request, "POST") != 0)
-        return SHIM_API_NONE;
+        return 0;
     if (len == SHIM_BODY_STRING) {
         if (!contains_str(body, needle, sizeof(needle) - 1, 4))
-            return SHIM_API_NONE;
+            return 0;
         len = strlen(body);
     } else if (len <= max_body && !contains(body, len, needle, sizeof(needle) - 1, 4)) {
-        return SHIM_API_NONE;
+        return 0;
     }
-    if (len == 0 || len > max_body)
-        return SHIM_API_NONE;
-    return shim_classify_url(url);
+    return len > 0 && len <= max_body;
+}
+
+enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
+                                     const char *url, const char *body,
+                                     size_t len, size_t max_body)
+{
+    return shim_classify_may_be_ours(is_post, custom_request, body, len, max_body)
+               ? shim_classify_url(url)
+               : SHIM_API_NONE;
 }
 
 int shim_classify_maybe_containers(const char *url)

@@ -25,10 +25,14 @@ enum shim_api {
 
 /* Which API the URL's path names (query and fragment ignored). */
 enum shim_api shim_classify_url(const char *url);
-/* Method/URL/size pre-check; SHIM_API_NONE means "pass through". len
- * SHIM_BODY_STRING: body is NUL-terminated (libcurl's POSTFIELDS without
- * a size), measured only once the needle is in it. */
+/* The method, size and needle pre-check, without the URL: 1 when a
+ * transfer to an API path may be ours. len SHIM_BODY_STRING: body is
+ * NUL-terminated (libcurl's POSTFIELDS without a size), measured only
+ * once the needle is in it. */
 #define SHIM_BODY_STRING ((size_t)-1)
+int shim_classify_may_be_ours(int is_post, const char *custom_request, const char *body,
+                              size_t len, size_t max_body);
+/* That and the URL's API; SHIM_API_NONE means "pass through". */
 enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
                                      const char *url, const char *body,
                                      size_t len, size_t max_body);

@@ -359,12 +359,13 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body)
     if (e) {
         if (e->ans.active)
             clear_answer(&e->ans);
-        if (e->postfields && e->url_api != SHIM_API_NONE)
-            kind = shim_classify_transfer(e->method == SHIM_METHOD_POST, e->custom_request,
-                                          e->url, e->postfields,
-                                          e->postsize >= 0 ? (size_t)e->postsize
-                                                           : SHIM_BODY_STRING,
-                                          max_body);
+        if (e->url_api != SHIM_API_NONE &&
+            shim_classify_may_be_ours(e->method == SHIM_METHOD_POST, e->custom_request,
+                                      e->postfields,
+                                      e->postsize >= 0 ? (size_t)e->postsize
+                                                       : SHIM_BODY_STRING,
+                                      max_body))
+            kind = e->url_api; /* its URL's, classified when it was set */
         if (kind == SHIM_API_NONE && e->url_containers)
             kind = SHIM_API_CONTAINERS;
     }

@@ -88,8 +88,9 @@ struct shim_answer_info {
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create);
 /* The start of every perform: drops h's last synthetic answer and tells
- * whether the transfer may be ours, by shim_classify_transfer on the
- * recorded options (SHIM_API_NONE for a handle with none), under one lock
+ * whether the transfer may be ours, by shim_classify_may_be_ours and the
+ * URL's class kept when it was set (SHIM_API_NONE for a handle with no
+ * options recorded), under one lock
  * and copying nothing: the whole pass-through check. */
 enum shim_api shim_handles_begin(CURL *h, size_t max_body);
 /* Fills *out (0) or -ENOENT when nothing was recorded for h; -ENOMEM. */

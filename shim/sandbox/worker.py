@@ -116,22 +116,8 @@ def _supervisor():
 
     def undumpable():
         # Not dumpable: no /proc/1/mem, /proc/1/environ, /proc/1/fd... for
-        # the code, which runs as the same user. prctl through _ctypes:
-        # the ctypes package costs several ms of every sandbox start.
-        import _ctypes
-
-        class Int(_ctypes._SimpleCData):
-            _type_ = "i"
-
-        class Fn(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL
-            _restype_ = Int
-
-        class Libc:
-            _handle = _ctypes.dlopen(None, 0)
-
-        prctl = Fn(("prctl", Libc()))
-        if prctl(4, 0, 0, 0, 0) != 0 or prctl(3, 0, 0, 0, 0) != 0:
+        # the code, which runs as the same user.
+        if _prctl(4, 0) != 0 or _prctl(3, 0) != 0:
             sys.stderr.write("codeshim: the sandbox supervisor cannot be "
                              "made undumpable (prctl)\n")
             os._exit(71)

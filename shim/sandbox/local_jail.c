@@ -184,6 +184,50 @@ argf(struct cmd *c, const char *fmt, ...)
     return p;
 }
 
+/* One argument built in pieces at the arena's end: piece() appends to it
+ * (formatted), piece_done() passes it on; too long is an overflow. */
+struct pieces {
+    char *p;
+    size_t n;
+};
+
+static struct pieces pieces_start(struct cmd *c)
+{
+    struct pieces b = {c->arena + c->used, 0};
+
+    if (c->used < ARENA)
+        b.p[0] = '\0';
+    else
+        c->overflow = 1;
+    return b;
+}
+
+__attribute__((format(printf, 3, 4))) static void
+piece(struct cmd *c, struct pieces *b, const char *fmt, ...)
+{
+    size_t room = ARENA - c->used - b->n;
+    va_list ap;
+    int w;
+
+    if (c->overflow)
+        return;
+    va_start(ap, fmt);
+    w = vsnprintf(b->p + b->n, room, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= room)
+        c->overflow = 1;
+    else
+        b->n += (size_t)w;
+}
+
+static void piece_done(struct cmd *c, struct pieces *b)
+{
+    if (c->overflow)
+        return;
+    c->used += b->n + 1;
+    arg(c, b->p);
+}
+
 static void args2(struct cmd *c, const char *a, const char *b)
 {
     arg(c, a);
@@ -377,45 +421,25 @@ static void jail_args(struct cmd *c, const struct shim_local *l);
  * sandbox it forks mounts and limits. */
 static void zygote_args(struct cmd *c, const struct shim_local *l)
 {
-    char *p;
-    size_t room, n = 0;
-    int i, w;
+    struct pieces b;
+    int i;
 
     arg(c, "4"); /* the seccomp filter, read at start */
     argf(c, "%s", l->p.preload);
     argf(c, "%u", 0u); /* unused: each fork names its uid */
-    p = c->arena + c->used;
-    room = ARENA - c->used;
-    for (i = 0; i < NTMPFS && n < room; i++) {
-        w = snprintf(p + n, room - n, "%s%s=size=%llu,nr_inodes=%llu,mode=0755",
-                     i ? "|" : "", tmpfs_dest[i], tmpfs_size(l, i),
-                     tmpfs_inodes(l, i));
-        n += w > 0 ? (size_t)w : room;
-    }
-    if (n >= room) {
-        c->overflow = 1;
-        return;
-    }
-    c->used += n + 1;
-    arg(c, p);
-    p = c->arena + c->used;
-    room = ARENA - c->used;
-    n = 0;
-    p[0] = '\0';
-    for (i = 0; proc_mask_files[i] && n < room; i++) {
+    b = pieces_start(c);
+    for (i = 0; i < NTMPFS; i++)
+        piece(c, &b, "%s%s=size=%llu,nr_inodes=%llu,mode=0755", i ? "|" : "",
+              tmpfs_dest[i], tmpfs_size(l, i), tmpfs_inodes(l, i));
+    piece_done(c, &b);
+    b = pieces_start(c);
+    for (i = 0; proc_mask_files[i]; i++) {
         struct stat st;
 
-        if (lstat(proc_mask_files[i], &st) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        w = snprintf(p + n, room - n, "%s%s", n ? "|" : "", proc_mask_files[i]);
-        n += w > 0 ? (size_t)w : room;
+        if (lstat(proc_mask_files[i], &st) == 0 && S_ISREG(st.st_mode))
+            piece(c, &b, "%s%s", b.n ? "|" : "", proc_mask_files[i]);
     }
-    if (n >= room) {
-        c->overflow = 1;
-        return;
-    }
-    c->used += n + 1;
-    arg(c, p);
+    piece_done(c, &b);
     argf(c, "%lld", (long long)l->p.timeout_s * 1000);
     argf(c, "%zu", l->p.output_cap + OUT_SLACK);
     argf(c, "%llu", l->p.memory);

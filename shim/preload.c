@@ -189,7 +189,6 @@ static int direct(void)
     return shim_guard_active() || disabled();
 }
 
-
 MULTI_BODY CURLMcode w_madd(enum shim_flavor f, CURLM *m, CURL *e)
 {
     const struct shim_curl_api *api = shim_real(f);

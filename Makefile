@@ -146,7 +146,7 @@ layers: $(SHIM_OBJ)
 integration: all $(TESTPROGS) $(SANDBOX_BIN)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
-$(BUILD)/bench/%: bench/%.c
+$(BUILD)/bench/%: bench/%.c bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl
 

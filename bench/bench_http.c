@@ -11,31 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-static size_t sink(char *p, size_t sz, size_t n, void *ud)
-{
-    (void)p;
-    (void)ud;
-    return sz * n;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
-    FILE *f;
     char *body;
-    long size;
     int n, i;
     double *t;
     CURL *h;
@@ -45,14 +25,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s URL N BODYFILE\n", argv[0]);
         return 2;
     }
-    f = fopen(argv[3], "rb");
-    if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+    if (!(body = slurp(argv[3], NULL)))
         return 2;
-    body = malloc((size_t)size + 1);
-    if (!body || fread(body, 1, (size_t)size, f) != (size_t)size)
-        return 2;
-    body[size] = '\0';
-    fclose(f);
     t = calloc((size_t)n, sizeof(*t));
     hd = curl_slist_append(hd, "Content-Type: application/json");
     h = curl_easy_init();

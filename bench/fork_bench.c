@@ -27,59 +27,22 @@
 #include "sandbox.h"
 
 #include <dirent.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "bench_util.h"
 
 #define MAXN 200
 #define IMPORTS "import numpy, pandas, matplotlib.pyplot"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp);
-    return v[n / 2];
-}
 
 static const char *no_env(const char *name, void *ctx)
 {
     (void)name;
     (void)ctx;
     return NULL;
-}
-
-static double python(const char *code)
-{
-    char py[] = "/usr/bin/python3", i[] = "-I", cc[] = "-c";
-    char *argv[] = {py, i, cc, (char *)code, NULL};
-    double t0 = now_ms();
-    pid_t pid;
-    int st;
-
-    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
-        return -1;
-    waitpid(pid, &st, 0);
-    return now_ms() - t0;
 }
 
 static int exec_ok(struct shim_sandbox *sb, const char *code)
@@ -258,7 +221,7 @@ int main(int argc, char **argv)
     spare_c.warm_spare = 1;
     server_up(&c);
     for (i = 0; i < n; i++) {
-        ref_py[i] = python("pass");
+        ref_py[i] = python_ms("pass");
         settle();
         cold[i] = open_exec(&cold_c, "print('ok')");
         settle();
@@ -270,7 +233,7 @@ int main(int argc, char **argv)
         settle();
     }
     for (i = 0; i < ni; i++) {
-        ref_imp[i] = python(IMPORTS);
+        ref_imp[i] = python_ms(IMPORTS);
         settle();
         imp[i] = open_exec(&c, IMPORTS);
         settle();

@@ -23,47 +23,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 static const char *url;
 static const char *body;
-
-static size_t sink(char *p, size_t sz, size_t n, void *ud)
-{
-    (void)p;
-    (void)ud;
-    return sz * n;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double clock_ms(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    long size;
-    char *b;
-
-    if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
-        return NULL;
-    b = malloc((size_t)size + 1);
-    if (b && fread(b, 1, (size_t)size, f) != (size_t)size) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[size] = '\0';
-    fclose(f);
-    return b;
-}
 
 /* A kB field of /proc/self/status ("VmRSS", "VmHWM"); -1 if unreadable. */
 static long status_kb(const char *field)
@@ -208,11 +171,11 @@ int main(int argc, char **argv)
     int rc;
 
     if (!strcmp(mode, "cpu") && argc == 5)
-        body = slurp(argv[4]);
+        body = slurp(argv[4], NULL);
     else if (!strcmp(mode, "threads") && argc == 6)
-        body = slurp(argv[5]);
+        body = slurp(argv[5], NULL);
     else if (!strcmp(mode, "mem") && (argc == 4 || argc == 5))
-        body = slurp(argv[3]);
+        body = slurp(argv[3], NULL);
     else {
         fprintf(stderr, "usage: %s cpu URL N BODY | threads URL T R BODY | mem URL BODY [K]\n",
                 argv[0]);

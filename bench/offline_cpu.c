@@ -11,40 +11,23 @@
 #include <stdlib.h>
 #include <time.h>
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
-    FILE *f;
     char *body;
-    long size;
+    size_t size;
     int n, i;
     double *t;
 
-    if (argc != 3 || (n = atoi(argv[2])) < 1 || !(f = fopen(argv[1], "rb")))
+    if (argc != 3 || (n = atoi(argv[2])) < 1 || !(body = slurp(argv[1], &size)))
         return 2;
-    if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
-        return 2;
-    body = malloc((size_t)size + 1);
     t = calloc((size_t)n, sizeof(*t));
-    if (!body || !t || fread(body, 1, (size_t)size, f) != (size_t)size)
+    if (!t)
         return 2;
-    body[size] = '\0';
-    fclose(f);
     for (i = 0; i < n; i++) {
-        double t0 = cpu_ms();
-        cJSON *req = shim_json_parse(body, (size_t)size);
+        double t0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+        cJSON *req = shim_json_parse(body, size);
         cJSON *rep = req ? shim_offline_reply(SHIM_API_RESPONSES, req) : NULL;
         char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
         if (!text)
@@ -52,7 +35,7 @@ int main(int argc, char **argv)
         free(text);
         cJSON_Delete(rep);
         cJSON_Delete(req);
-        t[i] = cpu_ms() - t0;
+        t[i] = clock_ms(CLOCK_THREAD_CPUTIME_ID) - t0;
     }
     qsort(t, (size_t)n, sizeof(*t), cmp);
     printf("%.4f %.4f %.4f\n", t[n / 2], t[n / 4], t[(3 * n) / 4]);

@@ -24,32 +24,15 @@
 #include "local_spare.h"
 #include "sandbox.h"
 
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "bench_util.h"
 
 #define SETTLE_MS 300
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
 
 static void row(const char *name, double *v, int n)
 {
@@ -65,20 +48,6 @@ static const char *no_env(const char *name, void *ctx)
     if (!strcmp(name, "CODESHIM_EXEC_TIMEOUT"))
         return "1";
     return NULL;
-}
-
-static double bare_python(void)
-{
-    char *argv[] = {(char *)"/usr/bin/python3", (char *)"-I", (char *)"-c",
-                    (char *)"pass", NULL};
-    double t0 = now_ms();
-    pid_t pid;
-    int st;
-
-    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
-        return -1;
-    waitpid(pid, &st, 0);
-    return now_ms() - t0;
 }
 
 static int exec1(struct shim_sandbox *sb, const char *code,
@@ -158,7 +127,7 @@ int main(int argc, char **argv)
         int k;
 
         settle();
-        py[i] = bare_python();
+        py[i] = python_ms("pass");
         settle();
         cold[i] = open_exec(&nospare, &sb);
         if (cold[i] < 0)

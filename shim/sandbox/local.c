@@ -49,6 +49,7 @@
 #include "local_int.h"
 #include "log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,73 @@ static int local_file_put(void *state, const char *name, const void *data, size_
     return shim_local_file_put(state, name, data, len);
 }
 
+/* ---- handing a sandbox to a fork of this process (sandbox.h) ---- */
+
+static int local_warm(const struct shim_config *cfg)
+{
+    struct shim_local_params p;
+    int rc;
+
+    params_init(&p, cfg);
+    rc = shim_local_zygote_warm(&p);
+    /* CODESHIM_WARM_SPARE=0: nothing started in advance, each open forks */
+    return rc == 1 && cfg->warm_spare ? shim_local_spare_forked(&p) : rc;
+}
+
+/* Only a sandbox forked from the fork server: its processes are the
+ * server's children, not ours, so a fork of ours can own it. */
+static int local_create_forked(const struct shim_config *cfg, void **state)
+{
+    struct shim_local_params p;
+    struct shim_local *l;
+    int rc;
+
+    params_init(&p, cfg);
+    if (!p.fork_server)
+        return -ENOTSUP;
+    l = shim_local_spare_take(&p);
+    if (l && l->life < 0) { /* started the cold way: bwrap is our child */
+        shim_local_stop(l, NULL, 0);
+        free(l);
+        l = NULL;
+    }
+    if (!l) {
+        if (!(l = shim_local_new(&p)))
+            return -ENOMEM;
+        if ((rc = shim_local_start_forked(l)) != 0) {
+            free(l);
+            return rc == -ENOTSUP ? -EAGAIN : rc;
+        }
+    }
+    l->spare_due = 0;
+    *state = l;
+    return 0;
+}
+
+static void local_disown(void *state)
+{
+    struct shim_local *l = state;
+
+    shim_local_close_fd(&l->fd);
+    shim_local_close_fd(&l->errfd);
+    shim_local_close_fd(&l->life);
+    shim_cgroup_init(&l->cg);
+    free(l);
+}
+
+/* The fork that owns it restarts it the cold way if it is lost: a fork
+ * server of its own would cost a second Python and its imports for one
+ * sandbox. */
+static void local_adopt(void *state)
+{
+    struct shim_local *l = state;
+
+    l->p.fork = NULL;
+    l->p.fork_server = 0;
+    l->spare_due = 0;
+    shim_cgroup_adopt(&l->cg);
+}
+
 const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
@@ -160,4 +228,8 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .destroy = local_destroy,
     .file_get = local_file_get,
     .file_put = local_file_put,
+    .warm = local_warm,
+    .create_forked = local_create_forked,
+    .disown = local_disown,
+    .adopt = local_adopt,
 };

@@ -114,6 +114,9 @@ struct shim_local *shim_local_new(const struct shim_local_params *p);
  * reaps bwrap; err, if not NULL, receives what the sandbox wrote on its
  * stderr; it returns bwrap's wait status, or -1. */
 int shim_local_start(struct shim_local *l);
+/* start() from the fork server only: -EAGAIN (or -errno) when none is up
+ * or the fork failed, and nothing is started the cold way. */
+int shim_local_start_forked(struct shim_local *l);
 int shim_local_wait_up(struct shim_local *l);
 int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
 
@@ -123,6 +126,11 @@ int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
  * come), or -errno: none is ready or it failed, the caller starts l as
  * without one. Called by shim_local_start through l->p.fork. */
 int shim_local_zygote_fork(struct shim_local *l);
+/* local_zygote.c: starts p's fork server now if there is none (not at
+ * the second start: for a process that opens sandboxes for others, the
+ * session host). 1 when it is up, 0 while it starts, -ENOTSUP when p has
+ * none or it failed. */
+int shim_local_zygote_warm(const struct shim_local_params *p);
 
 /* local_jail.c */
 /* A uid no account uses, a new one at each call (root hosts). */
@@ -211,6 +219,10 @@ struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
 
 int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
 void shim_local_spare_prepare(const struct shim_local_params *p);
+/* 1 when a spare made from p is ready and was forked from the fork server
+ * (its processes are not this process's children); else 0, and one is
+ * started unless one is starting or waiting already. */
+int shim_local_spare_forked(const struct shim_local_params *p);
 
 /* local_files.c: a file of /mnt/data (name relative to it) into a new
  * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not a

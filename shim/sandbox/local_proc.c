@@ -165,6 +165,28 @@ struct shim_local *shim_local_new(const struct shim_local_params *p)
     return l;
 }
 
+/* This start's cgroup (none left from before, normally). */
+static void make_cgroup(struct shim_local *l)
+{
+    shim_cgroup_destroy(&l->cg);
+    if (!l->zygote && !__atomic_load_n(&no_join, __ATOMIC_RELAXED))
+        shim_cgroup_create(&l->cg, l->p.memory, l->p.procs + BWRAP_TASKS);
+}
+
+int shim_local_start_forked(struct shim_local *l)
+{
+    int rc;
+
+    if (!l->p.fork)
+        return -ENOTSUP;
+    make_cgroup(l);
+    rc = l->p.fork(l);
+    shim_cgroup_joined(&l->cg);
+    if (rc)
+        shim_cgroup_destroy(&l->cg);
+    return rc;
+}
+
 int shim_local_start(struct shim_local *l)
 {
     enum shim_spawn_step failed = SHIM_SPAWN_OTHER;
@@ -174,9 +196,7 @@ int shim_local_start(struct shim_local *l)
         l->own_tmpfs = !l->p.unsafe && !l->zygote &&
                        !__atomic_load_n(&no_tmpfs, __ATOMIC_RELAXED);
         failed = SHIM_SPAWN_OTHER;
-        shim_cgroup_destroy(&l->cg); /* none left from before, normally */
-        if (!l->zygote && !__atomic_load_n(&no_join, __ATOMIC_RELAXED))
-            shim_cgroup_create(&l->cg, l->p.memory, l->p.procs + BWRAP_TASKS);
+        make_cgroup(l);
         /* forked from the fork server if one is up, else the cold way */
         if (tries == 0 && l->p.fork && l->p.fork(l) == 0) {
             shim_cgroup_joined(&l->cg);

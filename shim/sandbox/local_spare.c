@@ -209,6 +209,19 @@ void shim_local_spare_prepare(const struct shim_local_params *p)
     }
 }
 
+int shim_local_spare_forked(const struct shim_local_params *p)
+{
+    int ready;
+
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mu);
+    ready = state == READY && same_params(&spare->p, p) && spare->life >= 0;
+    pthread_mutex_unlock(&mu);
+    if (!ready)
+        shim_local_spare_prepare(p);
+    return ready;
+}
+
 void shim_local_spare_stats(struct shim_local_spare_stats *out)
 {
     pthread_mutex_lock(&mu);

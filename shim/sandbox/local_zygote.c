@@ -8,12 +8,13 @@
  * - Where: one per host process and settings (shim_local_params; at most
  *   ZYG_MAX), started lazily by the second sandbox start of the process
  *   (like the warm spare: a program that opens one sandbox, or none,
- *   pays for no server and its imports), on spawn.c's
- *   thread like any sandbox: it dies with the host process exactly as a
- *   sandbox does (bwrap --die-with-parent; its PID namespace holds every
- *   sandbox forked from it). Not shared between processes or users: what
- *   a zygote holds is one identity's settings, and a server shared
- *   through the runtime directory would outlive the program.
+ *   pays for no server and its imports), or at once by
+ *   shim_local_zygote_warm (the session host, sessiond/host.c), on
+ *   spawn.c's thread like any sandbox: it dies with the host process
+ *   exactly as a sandbox does (bwrap --die-with-parent; its PID namespace
+ *   holds every sandbox forked from it). Never shared between processes:
+ *   sessions reach one only through their identity's session host, which
+ *   hands each a sandbox forked here (shim_sandbox_open_forked).
  * - Until it said hello (its imports take about a second), starts go the
  *   cold way; a server that cannot start, or whose fork fails before the
  *   sandbox is set up, is not used again by this process, said once, and
@@ -141,9 +142,10 @@ static void start_server(const struct shim_local_params *p)
         fail(z, l->why);
 }
 
-/* The server for p when it is up; else NULL (and it is started if there
- * is none). Called with mu held; it may drop it meanwhile. */
-static struct shim_local *server(const struct shim_local_params *p)
+/* The server for p when it is up; else NULL (and, with start, it is
+ * started if there is none). Called with mu held; it may drop it
+ * meanwhile. */
+static struct shim_local *server(const struct shim_local_params *p, int start)
 {
     struct zyg *z = NULL;
     struct pollfd pf;
@@ -153,13 +155,11 @@ static struct shim_local *server(const struct shim_local_params *p)
         if (zs[i].state != EMPTY && shim_local_same_params(&zs[i].p, p))
             z = &zs[i];
     if (!z) {
-        if (asks >= 2)
+        if (start)
             start_server(p);
         return NULL;
     }
     if (z->state == FAILED || z->state == SPAWNING)
-        return NULL;
-    if (z->state == FAILED)
         return NULL;
     pf.fd = z->l->fd;
     pf.events = POLLIN | POLLRDHUP;
@@ -313,7 +313,7 @@ int shim_local_zygote_fork(struct shim_local *l)
         fds[nfds++] = l->cg.join[i];
     pthread_mutex_lock(&mu);
     asks++;
-    z = server(&l->p);
+    z = server(&l->p, asks >= 2);
     rc = z ? send_fork(z->fd, uid, fds, nfds) : -EAGAIN;
     pthread_mutex_unlock(&mu);
     if (rc)
@@ -354,6 +354,22 @@ out:
     return rc;
 }
 
+int shim_local_zygote_warm(const struct shim_local_params *p)
+{
+    int i, rc;
+
+    if (!p->fork_server || p->unsafe)
+        return -ENOTSUP;
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mu);
+    rc = server(p, 1) ? 1 : 0;
+    for (i = 0; i < ZYG_MAX && !rc; i++)
+        if (zs[i].state == FAILED && shim_local_same_params(&zs[i].p, p))
+            rc = -ENOTSUP;
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 void shim_local_zygote_stats(struct shim_local_zygote_stats *out)
 {
     int i;
@@ -364,7 +380,7 @@ void shim_local_zygote_stats(struct shim_local_zygote_stats *out)
     out->server_pid = 0;
     for (i = 0; i < ZYG_MAX; i++) {
         if (zs[i].state == STARTING || zs[i].state == UP)
-            server(&zs[i].p); /* a hello that came is read now */
+            server(&zs[i].p, 0); /* a hello that came is read now */
         if (zs[i].state == UP) {
             out->up++;
             if (!out->server_pid)

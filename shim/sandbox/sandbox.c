@@ -63,8 +63,11 @@ int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
     return shim_sandbox_open_at(cfg, NULL, NULL, out);
 }
 
-int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_net *net,
-                         const struct shim_sandbox_tag *tag, struct shim_sandbox **out)
+/* A sandbox of cfg's backend: made by create_at (with net and tag), by
+ * create_forked (forked), or by create. */
+static int open_with(const struct shim_config *cfg, const struct shim_http_net *net,
+                     const struct shim_sandbox_tag *tag, int forked,
+                     struct shim_sandbox **out)
 {
     const struct shim_sandbox_ops *ops;
     struct shim_sandbox *sb;
@@ -81,6 +84,8 @@ int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_n
                 cfg->sandbox);
         return -EINVAL;
     }
+    if (forked && !ops->create_forked)
+        return -EAGAIN;
     sb = calloc(1, sizeof(*sb));
     if (!sb)
         return -ENOMEM;
@@ -92,8 +97,11 @@ int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_n
         free(sb);
         return -rc;
     }
-    rc = ops->create_at ? ops->create_at(cfg, net, tag, &sb->state)
-                        : ops->create(cfg, &sb->state);
+    if (forked)
+        rc = ops->create_forked(cfg, &sb->state);
+    else
+        rc = ops->create_at ? ops->create_at(cfg, net, tag, &sb->state)
+                            : ops->create(cfg, &sb->state);
     if (rc) {
         pthread_mutex_destroy(&sb->mu);
         free(sb);
@@ -101,6 +109,42 @@ int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_n
     }
     *out = sb;
     return 0;
+}
+
+int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_net *net,
+                         const struct shim_sandbox_tag *tag, struct shim_sandbox **out)
+{
+    return open_with(cfg, net, tag, 0, out);
+}
+
+/* ---- handing a sandbox to a fork of this process ---- */
+
+int shim_sandbox_keep_warm(const struct shim_config *cfg)
+{
+    const struct shim_sandbox_ops *ops = cfg ? backend_of(cfg) : NULL;
+
+    return ops && ops->warm ? ops->warm(cfg) : -ENOTSUP;
+}
+
+int shim_sandbox_open_forked(const struct shim_config *cfg, struct shim_sandbox **out)
+{
+    return open_with(cfg, NULL, NULL, 1, out);
+}
+
+void shim_sandbox_disown(struct shim_sandbox *sb)
+{
+    if (!sb)
+        return;
+    if (sb->ops->disown)
+        sb->ops->disown(sb->state);
+    pthread_mutex_destroy(&sb->mu);
+    free(sb);
+}
+
+void shim_sandbox_adopt(struct shim_sandbox *sb)
+{
+    if (sb && sb->ops->adopt)
+        sb->ops->adopt(sb->state);
 }
 
 int shim_sandbox_file_get(struct shim_sandbox *sb, const char *name, size_t max, char **out,

@@ -59,6 +59,26 @@ int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void 
 /* "cntr_" + 48 hex, stable for the sandbox's life. Borrowed. */
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb);
 void shim_sandbox_close(struct shim_sandbox *sb);
+
+/* Handing a sandbox to a fork of this process (codeshim-sessiond's host
+ * opens sandboxes for the session processes it forks). Such a sandbox's
+ * processes are not children of this process (the local backend's are
+ * forked from its fork server), so the fork can own it whole, while this
+ * process lives.
+ * - keep_warm: start what makes such sandboxes fast now (the fork server,
+ *   then a warm spare forked from it); call it again to keep it so. 1
+ *   when one is ready, 0 while it gets ready, -ENOTSUP when cfg's backend
+ *   or settings have none (or it failed).
+ * - open_forked: opens only such a sandbox; -EAGAIN when none can be had
+ *   now (open another way, in the fork).
+ * - disown, in this process after the fork: forgets sb (closes its
+ *   descriptors here, frees it) and stops nothing.
+ * - adopt, in the fork: sb is the fork's own from now on (it removes its
+ *   cgroup, and restarts a lost sandbox the cold way). */
+int shim_sandbox_keep_warm(const struct shim_config *cfg);
+int shim_sandbox_open_forked(const struct shim_config *cfg, struct shim_sandbox **out);
+void shim_sandbox_disown(struct shim_sandbox *sb);
+void shim_sandbox_adopt(struct shim_sandbox *sb);
 /* Ends the sandbox now, also one its backend keeps for a session (its
  * container was deleted), and closes it. */
 void shim_sandbox_end(struct shim_sandbox *sb);

@@ -40,6 +40,12 @@ struct shim_sandbox_ops {
     const char *(*container_id)(void *state);
     /* Optional: a note for the model, once (NULL if none). */
     const char *(*take_note)(void *state);
+    /* Optional: handing sandboxes to forks of this process (sandbox.h,
+     * shim_sandbox_keep_warm and the three after it). */
+    int (*warm)(const struct shim_config *cfg);
+    int (*create_forked)(const struct shim_config *cfg, void **state);
+    void (*disown)(void *state);
+    void (*adopt)(void *state);
 };
 
 extern const struct shim_sandbox_ops shim_sandbox_local;

@@ -97,8 +97,8 @@ $(BUILD)/sandbox-tests/%: tests/sandbox/%.c tests/sandbox/test_sandbox_util.h $(
 
 # The session supervisor is a program of its own built from the library's
 # engines; the library starts it from the directory it was loaded from.
-$(SESSIOND): sessiond/sessiond.c $(BUILD)/libcodeshim_core.a
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
+$(SESSIOND): $(wildcard sessiond/*.c) sessiond/sessiond.h $(BUILD)/libcodeshim_core.a
+	$(CC) $(ALL_CFLAGS) $(filter %.c,$^) -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
 
 # Examples use libcurl like any program: they link -lcurl (the shim never does).
 $(BUILD)/examples/%: examples/%.c

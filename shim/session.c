@@ -1,9 +1,10 @@
 /* session.c - see session.h. The library side of sessions: naming, the
  * private runtime directory, attach-or-start under a per-identity lock,
  * LRU eviction, and one connection per execution to the supervisor
- * (codeshim-sessiond, sessiond/sessiond.c), sent at most once. Processes
- * are started here only for the supervisor; the sandbox itself is
- * sandbox/'s business. */
+ * (sessiond/serve.c), sent at most once. A process is started here only
+ * for the identity's session host (codeshim-sessiond, sessiond/host.c),
+ * which forks each supervisor; the sandbox itself is sandbox/'s
+ * business. */
 #include "session.h"
 
 #include "base64.h"
@@ -34,6 +35,7 @@
 
 #define NAME_HEX 32 /* 128 bits of SHA-256 per path component */
 #define LOCK_WAIT_MS 30000
+#define HOST_OPEN_MS 60000 /* a session's sandbox started the cold way */
 
 struct shim_session {
     const struct shim_config *cfg;
@@ -194,7 +196,7 @@ static void close_session(const char *dir, int timeout_ms)
     }
 }
 
-/* ---------------- starting a supervisor ---------------- */
+/* ---------------- starting a session host ---------------- */
 
 /* CODESHIM_SESSIOND, or the file next to the library's real path (both
  * absolute: config.c); never anything relative to the current directory. */
@@ -209,13 +211,13 @@ static int sessiond_path(const struct shim_config *cfg, char *out, size_t n)
     return 0;
 }
 
-/* Starts codeshim-sessiond for dir; it daemonises and its first process
- * exits once the socket listens, so waiting for it costs no zombie. */
-static int spawn_supervisor(const struct shim_config *cfg, const char *dir,
-                            const char *settings, const char *bind)
+/* Starts codeshim-sessiond, the session host, for dir; it daemonises and
+ * its first process exits once the socket listens, so waiting for it
+ * costs no zombie. */
+static int spawn_host(const struct shim_config *cfg, const char *dir, const char *settings)
 {
     char path[SHIM_PATH_MAX], tmpenv[SHIM_PATH_MAX + 8];
-    char *argv[] = {path, (char *)dir, (char *)settings, bind[0] ? (char *)bind : NULL, NULL};
+    char *argv[] = {path, (char *)dir, (char *)settings, NULL};
     char **own, **envp;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -261,7 +263,7 @@ static int spawn_supervisor(const struct shim_config *cfg, const char *dir,
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!alive(dir)) {
-        LOG_ERR("%s did not start a session (status %d)", path, status);
+        LOG_ERR("%s did not start a session host (status %d)", path, status);
         rc = -ECHILD;
     }
 out:
@@ -269,6 +271,72 @@ out:
         free(own[i]);
     free(own);
     free(envp);
+    return rc;
+}
+
+/* ---------------- the identity's session host ---------------- */
+
+/* iddir/hosts/<settings>: the host of this identity's sessions under
+ * these settings (sessiond/host.c), made private if needed. */
+static int host_dir(const struct shim_session *b, char *out, size_t n)
+{
+    char hosts[SHIM_PATH_MAX];
+    int rc;
+
+    if ((rc = shim_store_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
+        (rc = shim_store_private_dir(hosts)) < 0)
+        return rc;
+    if ((rc = snprintf(out, n, "%s/%.32s", hosts, b->settings)) < 0 || (size_t)rc >= n)
+        return -ENAMETOOLONG;
+    return shim_store_private_dir(out);
+}
+
+/* Has the host start b's session (b->dir made); it answers once the
+ * session's socket listens, or why it could not. */
+static int ask_host(int fd, const struct shim_session *b)
+{
+    cJSON *msg = cJSON_CreateObject(), *ans = NULL;
+    const char *why;
+    int rc;
+
+    if (!msg)
+        return -ENOMEM;
+    cJSON_AddStringToObject(msg, "op", "open");
+    cJSON_AddStringToObject(msg, "name", b->name);
+    if (b->bind[0])
+        cJSON_AddStringToObject(msg, "bind", b->bind);
+    cJSON_AddNumberToObject(msg, "ttl", b->cfg->session_ttl_s);
+    rc = shim_proto_send(fd, msg, 5000);
+    cJSON_Delete(msg);
+    if (rc == 0)
+        rc = shim_proto_recv(fd, &ans, HOST_OPEN_MS);
+    if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok"))) {
+        why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
+        LOG_ERR("the session host could not start a session: %.200s", why ? why : "?");
+        rc = -ECHILD;
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* Starts b's session in its host, starting the host first if none
+ * answers. Called with the identity locked (a host ends only under it). */
+static int start_session(struct shim_session *b)
+{
+    char hd[SHIM_PATH_MAX];
+    int fd, rc;
+
+    if ((rc = host_dir(b, hd, sizeof(hd))) < 0)
+        return rc;
+    fd = connect_dir(hd);
+    if (fd < 0) {
+        if ((rc = spawn_host(b->cfg, hd, b->settings)) < 0)
+            return rc;
+        if ((fd = connect_dir(hd)) < 0)
+            return fd;
+    }
+    rc = ask_host(fd, b);
+    close(fd);
     return rc;
 }
 
@@ -295,7 +363,7 @@ static int lock_identity(const char *iddir)
     return fd;
 }
 
-static int is_session_name(const char *n)
+int shim_session_is_name(const char *n)
 {
     size_t i;
 
@@ -320,7 +388,7 @@ static void make_room(const struct shim_config *cfg, const char *iddir, const ch
         return;
     while ((e = readdir(d)) != NULL) {
         struct stat st;
-        if (!is_session_name(e->d_name) || !strcmp(e->d_name, keep))
+        if (!shim_session_is_name(e->d_name) || !strcmp(e->d_name, keep))
             continue;
         if (shim_store_join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
@@ -357,7 +425,7 @@ static int attach(struct shim_session *b, int *created)
         make_room(b->cfg, b->iddir, b->name);
         if ((rc = shim_store_private_dir(b->dir)) < 0)
             return rc;
-        if ((rc = spawn_supervisor(b->cfg, b->dir, b->settings, b->bind)) < 0) {
+        if ((rc = start_session(b)) < 0) {
             remove_dir(b->dir);
             return rc;
         }
@@ -379,7 +447,7 @@ static int find_container(struct shim_session *b, const char *cid)
     char cf[SHIM_PATH_MAX + 80], name[65];
 
     container_file(b->iddir, cid, b->settings, cf, sizeof(cf));
-    if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !is_session_name(name))
+    if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !shim_session_is_name(name))
         return 0;
     snprintf(b->name, sizeof(b->name), "%s", name);
     return shim_store_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);

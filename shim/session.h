@@ -2,12 +2,16 @@
  *
  * A struct shim_session is either a private sandbox for one request (closed when the
  * request ends) or a session's sandbox, which keeps its state across
- * requests and program runs. A session is owned by codeshim-sessiond, a
- * small supervisor process started detached from the program, reachable
- * through a Unix socket in a private runtime directory, that exits by
- * itself after CODESHIM_SESSION_TTL idle seconds. Each execution is one
- * connection, and the supervisor serves one connection at a time, so two
- * programs sharing a session have their executions serialised.
+ * requests and program runs. A session is owned by a small supervisor
+ * process, detached from the program, reachable through a Unix socket in a
+ * private runtime directory, that exits by itself after
+ * CODESHIM_SESSION_TTL idle seconds. Each execution is one connection, and
+ * the supervisor serves one connection at a time, so two programs sharing
+ * a session have their executions serialised. Supervisors are forked by
+ * the identity's session host (codeshim-sessiond, one per identity and
+ * settings, started by the first session), which hands each a sandbox
+ * forked from its fork server: a session starts about as fast as a
+ * sandbox from a warm spare, with the data libraries imported.
  *
  * Session key = (identity, session id, sandbox settings); identity =
  * SHA-256 of the API key the program sent (never the key itself), or
@@ -16,6 +20,7 @@
  * (shim_session_settings), so a run with other settings (say, without
  * isolation) never shares a sandbox with this one. On disk:
  *   <runtime>/<identity hash>/<session hash>/   supervisor's dir (sock, pid)
+ *   <runtime>/<identity hash>/hosts/<settings>/  session host's (sock, pid)
  *   <runtime>/<identity hash>/c-<hash of container id, settings> -> session
  * Names are hashes: they reveal neither keys nor session ids. The runtime
  * directory must be private to the user (store.h), else sessions are
@@ -91,13 +96,15 @@ int shim_session_is_new(const struct shim_session *b);
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU
  * limits, execution timeout and output cap; for e2b also its URLs,
  * domain, template, internet access and a hash of its key. 32 hex digits (pure; out must
- * hold 65 bytes). The supervisor refuses to start under other settings. */
+ * hold 65 bytes). The session host refuses to start under other settings. */
 void shim_session_settings(const struct shim_config *cfg, char out[65]);
 
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
  * map entry of its container cid under settings: what a supervisor leaves
  * when it ends. */
 void shim_session_remove(const char *dir, const char *cid, const char *settings);
+/* 1 when n is a session's directory name (32 lowercase hex digits). */
+int shim_session_is_name(const char *n);
 /* A session's directory name (pure; out must hold 65 bytes). */
 void shim_session_name(const char *identity, const char *session_id, const char *settings,
                        char out[65]);

@@ -24,7 +24,8 @@ CURL = "/usr/bin/curl"
 def rt(tmp_path):
     d = tmp_path / "rt"
     yield d
-    for pidfile in d.glob("*/*/pid"):  # stop what the test left running
+    # stop what the test left running: session supervisors, session hosts
+    for pidfile in list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")):
         try:
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
         except (ValueError, ProcessLookupError):
@@ -64,10 +65,11 @@ def logs(r):
     return "".join(o["logs"] for c in calls(r) for o in (c["outputs"] or []) if o["type"] == "logs")
 
 
-def supervisors(rt):
-    """pids of live supervisors under rt."""
+def supervisors(rt, pattern="*/*/pid"):
+    """pids of live session supervisors under rt (with pattern
+    "*/hosts/*/pid": of live session hosts)."""
     out = []
-    for pidfile in rt.glob("*/*/pid"):
+    for pidfile in rt.glob(pattern):
         try:
             pid = int(pidfile.read_text())
             os.kill(pid, 0)
@@ -75,6 +77,15 @@ def supervisors(rt):
         except (ValueError, ProcessLookupError, FileNotFoundError):
             pass
     return out
+
+
+def alive(pid):
+    """pid runs (and is not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_state_survives_separate_program_runs(fake, rt):
@@ -159,13 +170,19 @@ def test_idle_session_closes_and_leaves_nothing(fake, rt):
     r = ask(fake.url, "import subprocess\np = subprocess.Popen(['sleep', '300'])\nprint(p.pid)",
             rt=rt, env=env)
     [pid] = supervisors(rt)
+    [host] = supervisors(rt, "*/hosts/*/pid")
     deadline = time.time() + 10
     while time.time() < deadline and supervisors(rt):
         time.sleep(0.2)
     assert supervisors(rt) == []
     assert not list(rt.glob("*/*/sock"))
-    # nothing of the session keeps running: no supervisor, no sandbox
-    # process (exited ones may linger as zombies where PID 1 does not reap)
+    # the identity's session host, with no session left, ends as idle too
+    while time.time() < deadline + 10 and alive(host):
+        time.sleep(0.2)
+    assert not alive(host) and not list(rt.glob("*/hosts/*"))
+    # nothing of the session keeps running: no supervisor, no host, no
+    # sandbox process (exited ones may linger as zombies where PID 1 does
+    # not reap)
     ps = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
     running = "\n".join(l for l in ps.splitlines()[1:] if l.split()[1][0] != "Z")
     assert str(rt) not in running

@@ -1,0 +1,311 @@
+/* host.c - the host of one identity's sessions under one set of sandbox
+ * settings: the long-lived process of codeshim-sessiond.
+ *
+ * - Where: DIR = <identity dir>/hosts/<settings>, DIR/sock and DIR/pid;
+ *   started by the library (shim/session.c) when a session is to start
+ *   and no host answers there. One per identity and settings: nothing of
+ *   it (its fork server, its spare) ever serves another identity.
+ * - What: it keeps the fork server of these settings and a warm spare
+ *   forked from it (shim_sandbox_keep_warm), so that a session starts as
+ *   fast as a sandbox in a program that opened one before, with the data
+ *   libraries already imported. For each {"op":"open","name",["bind"]} on
+ *   its socket it takes that sandbox (shim_sandbox_open_forked) and forks
+ *   the session's own process (serve.c), which adopts it, answers the
+ *   library once the session's socket listens, and serves it from then
+ *   on; the host forgets the sandbox. Without one ready (the first
+ *   session, while the server imports; a server that failed), the session
+ *   process opens its sandbox the cold way. {"op":"status"} says whether
+ *   one is ready and how many sessions live.
+ * - Why one process per session still: each session's executions are
+ *   serialised on its own socket and none waits for another's, a session
+ *   is closed or signalled alone (DIR/pid of the session), and a session
+ *   process that dies takes only its own sandbox.
+ * - Lifetime: the sandboxes it hands over are children of its fork
+ *   server, which dies with it, so it stays while any session it forked
+ *   lives, and then CODESHIM_SESSION_TTL seconds more without a new one.
+ *   It ends under the identity's lock (the one the library opens sessions
+ *   under), so no open ever reaches a host that is ending. SIGTERM ends
+ *   every session first. */
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "proto.h"
+#include "sandbox.h"
+#include "session.h"
+#include "sessiond.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOST_MAX 1024       /* sessions at once (CODESHIM_SESSION_CAP <= 1000) */
+#define WARMING_TICK_MS 100 /* how often a fork server getting ready is looked at */
+#define END_WAIT_MS 10000   /* for the sessions to end at SIGTERM */
+
+struct host {
+    const struct shim_config *cfg;
+    const char *dir, *settings;
+    char iddir[SHIM_PATH_MAX];
+    int lfd;
+    int warm; /* shim_sandbox_keep_warm's last answer */
+    pid_t kids[HOST_MAX];
+    int nkids;
+    long long last; /* ms: the last open, or the last session's end */
+};
+
+static void on_child(int sig)
+{
+    (void)sig; /* only to wake poll */
+}
+
+static void reap(struct host *h)
+{
+    int i = 0;
+
+    while (i < h->nkids) {
+        pid_t r = waitpid(h->kids[i], NULL, WNOHANG);
+        if (r == h->kids[i] || (r < 0 && errno == ECHILD)) {
+            h->kids[i] = h->kids[--h->nkids];
+            h->last = shim_clock_ms();
+        } else {
+            i++;
+        }
+    }
+}
+
+static void refuse(int fd, const char *why)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    LOG_WARN("session host: refused a request: %s", why);
+    if (ans) {
+        cJSON_AddFalseToObject(ans, "ok");
+        cJSON_AddStringToObject(ans, "error", why);
+        shim_proto_send(fd, ans, 5000);
+    }
+    cJSON_Delete(ans);
+    close(fd);
+}
+
+/* An open request, checked: its session directory is iddir/<32 hex>, a
+ * directory (the library made it), never a path of the request's; bind is
+ * absent or a container id; ttl a CODESHIM_SESSION_TTL. 0 or -EINVAL. */
+static int parse_open(const struct host *h, const cJSON *req, struct sessiond_open *o)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+    const cJSON *jb = cJSON_GetObjectItem(req, "bind");
+    double ttl = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "ttl"));
+    struct stat st;
+
+    o->bind = jb ? cJSON_GetStringValue(jb) : "";
+    o->ttl_s = ttl >= 1 && ttl <= 7 * 86400 ? (int)ttl : 0;
+    if (!name || !shim_session_is_name(name) || shim_store_join(o->dir, sizeof(o->dir), h->iddir, name) < 0 ||
+        lstat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode) || !o->bind || !o->ttl_s ||
+        (o->bind[0] && (strncmp(o->bind, "cntr_", 5) || strlen(o->bind) >= 64)))
+        return -EINVAL;
+    return 0;
+}
+
+/* {"op":"status"}: is a sandbox ready to hand over, how many sessions
+ * live (for benchmarks and tests, which wait for the former). */
+static void status(struct host *h, int fd)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    if (h->warm >= 0)
+        h->warm = shim_sandbox_keep_warm(h->cfg);
+    if (ans) {
+        cJSON_AddTrueToObject(ans, "ok");
+        cJSON_AddBoolToObject(ans, "warm", h->warm == 1);
+        cJSON_AddNumberToObject(ans, "sessions", h->nkids);
+        shim_proto_send(fd, ans, 5000);
+    }
+    cJSON_Delete(ans);
+    close(fd);
+}
+
+/* One request on the host's socket (fd is ours to close). */
+static void request(struct host *h, int fd)
+{
+    static struct sessiond_open o;
+    struct shim_sandbox *sb = NULL;
+    const char *op;
+    cJSON *req = NULL;
+    pid_t pid;
+
+    if (shim_proto_recv(fd, &req, 5000) < 0) {
+        close(fd);
+        return;
+    }
+    op = cJSON_GetStringValue(cJSON_GetObjectItem(req, "op"));
+    if (op && !strcmp(op, "status")) {
+        cJSON_Delete(req);
+        status(h, fd);
+        return;
+    }
+    if (!op || strcmp(op, "open") || parse_open(h, req, &o) < 0) {
+        cJSON_Delete(req);
+        refuse(fd, "not a request to open a session of this identity");
+        return;
+    }
+    if (h->nkids >= HOST_MAX) {
+        cJSON_Delete(req);
+        refuse(fd, "too many sessions");
+        return;
+    }
+    if (shim_sandbox_open_forked(h->cfg, &sb) < 0)
+        sb = NULL; /* the session opens one itself */
+    pid = fork();
+    if (pid == 0) {
+        close(h->lfd);
+        signal(SIGCHLD, SIG_DFL);
+        exit(sessiond_session(h->cfg, &o, h->settings, sb, fd));
+    }
+    cJSON_Delete(req); /* o.bind with it */
+    if (pid < 0) {
+        refuse(fd, "cannot start the session's process");
+        shim_sandbox_close(sb);
+        return;
+    }
+    shim_sandbox_disown(sb);
+    close(fd);
+    h->kids[h->nkids++] = pid;
+}
+
+/* Leaves DIR (so the next open starts another host), under the identity's
+ * lock when it can be had: with wait_ms 0, only if no library holds it
+ * (returns 0 then: an open is on its way, stay). */
+static int leave(struct host *h, int wait_ms)
+{
+    char p[SHIM_PATH_MAX + 8];
+    int fd = -1, locked = 0, waited = 0;
+
+    if (shim_store_join(p, sizeof(p), h->iddir, ".lock") == 0)
+        fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    while (fd >= 0 && !(locked = flock(fd, LOCK_EX | LOCK_NB) == 0) && waited < wait_ms) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+        waited += 10;
+    }
+    if (fd >= 0 && !locked && wait_ms == 0) {
+        close(fd);
+        return 0;
+    }
+    if (shim_store_join(p, sizeof(p), h->dir, "sock") == 0)
+        unlink(p);
+    if (shim_store_join(p, sizeof(p), h->dir, "pid") == 0)
+        unlink(p);
+    rmdir(h->dir);
+    if (fd >= 0)
+        close(fd); /* the lock with it */
+    return 1;
+}
+
+/* SIGTERM: every session ends (closing its sandbox), in bounded time. */
+static void end_sessions(struct host *h)
+{
+    int64_t end = shim_clock_ms() + END_WAIT_MS;
+    int i;
+
+    for (i = 0; i < h->nkids; i++)
+        kill(h->kids[i], SIGTERM);
+    while (h->nkids && shim_clock_ms() < end) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+        reap(h);
+    }
+    for (i = 0; i < h->nkids; i++) {
+        kill(h->kids[i], SIGKILL);
+        waitpid(h->kids[i], NULL, 0);
+    }
+    h->nkids = 0;
+}
+
+static int poll_ms(const struct host *h)
+{
+    long long idle_left = h->last + h->cfg->session_ttl_s * 1000LL - shim_clock_ms();
+    long long ms = 60000;
+
+    if (h->warm == 0)
+        ms = WARMING_TICK_MS;
+    if (!h->nkids && idle_left < ms)
+        ms = idle_left < 10 ? 10 : idle_left; /* 10: the lock may be taken */
+    return (int)ms;
+}
+
+/* iddir = dir without its last two components (hosts/<settings>). */
+static int identity_dir(const char *dir, char *out, size_t n)
+{
+    size_t len = strlen(dir);
+    int cut = 0;
+
+    while (len > 1 && cut < 2)
+        if (dir[--len] == '/')
+            cut++;
+    if (cut < 2 || len == 0 || len >= n)
+        return -ENAMETOOLONG;
+    memcpy(out, dir, len);
+    out[len] = '\0';
+    return 0;
+}
+
+int sessiond_host(const struct shim_config *cfg, const char *dir, const char *settings,
+                  int ready)
+{
+    static struct host h; /* its kids table is large */
+    struct sigaction sa;
+    char pidtxt[32], p[SHIM_PATH_MAX + 8];
+
+    h.cfg = cfg;
+    h.dir = dir;
+    h.settings = settings;
+    if (identity_dir(dir, h.iddir, sizeof(h.iddir)) < 0 || (h.lfd = shim_proto_socket(dir, 1)) < 0)
+        return 1;
+    snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
+    if (shim_store_join(p, sizeof(p), dir, "pid") < 0 || shim_store_write(p, pidtxt) < 0)
+        LOG_WARN("cannot write %s/pid", dir);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_child; /* no SA_RESTART: a session's end wakes poll */
+    sigaction(SIGCHLD, &sa, NULL);
+    if (write(ready, "R", 1) != 1)
+        LOG_WARN("readiness pipe closed");
+    close(ready);
+    h.warm = shim_sandbox_keep_warm(cfg);
+    h.last = shim_clock_ms();
+    LOG_INFO("session host up (fork server: %s)", h.warm < 0 ? "none" : "starting");
+    for (;;) {
+        struct pollfd pf = {h.lfd, POLLIN, 0};
+        reap(&h);
+        if (sessiond_stop)
+            break;
+        if (!h.nkids && shim_clock_ms() - h.last >= cfg->session_ttl_s * 1000LL && leave(&h, 0))
+            break;
+        if (poll(&pf, 1, poll_ms(&h)) > 0) {
+            int fd = accept4(h.lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                request(&h, fd);
+                h.last = shim_clock_ms();
+            }
+        }
+        if (h.warm >= 0)
+            h.warm = shim_sandbox_keep_warm(cfg);
+    }
+    close(h.lfd);
+    if (sessiond_stop) {
+        end_sessions(&h);
+        leave(&h, 1000);
+    }
+    LOG_INFO("session host ends");
+    return 0;
+}

@@ -1,0 +1,295 @@
+/* serve.c - one session of codeshim-sessiond: a process the host
+ * (host.c) forks for it, which owns the session's sandbox and serves
+ * DIR/sock (protocol: proto.h): one connection at a time, so executions
+ * from several programs sharing the session are serialised. Every
+ * execution gets an answer (and {"op":"get"} / {"op":"put"} move a file of
+ * /mnt/data as base64, at most FILE_CHUNK bytes a request: a get names an
+ * offset; a put with "first" starts the file, the one with "last" ends
+ * it). A result too large for a frame is cut (with a note), and one that
+ * still cannot be sent becomes an error saying so; the connection is
+ * never just closed on a result. It ends after CODESHIM_SESSION_TTL
+ * seconds without a request, on {"op":"close"} or on SIGTERM, closing the
+ * sandbox (every sandbox process ends) and removing DIR. It touches DIR on
+ * every use: the library's LRU cap reads that; DIR/pid is this process,
+ * the one to signal for this session alone. */
+#include "base64.h"
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "proto.h"
+#include "sandbox.h"
+#include "session.h"
+#include "sessiond.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static long long now_s(void)
+{
+    return shim_clock_ms() / 1000;
+}
+
+/* The session's small files (container id, pid), written atomically: a
+ * library reading them at the same moment sees the old text or the new. */
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[SHIM_PATH_MAX + 16];
+
+    if (shim_store_join(p, sizeof(p), dir, name) < 0 || shim_store_write(p, text) < 0)
+        LOG_WARN("cannot write %s/%s", dir, name);
+}
+
+/* Answer fields every frame carries. */
+static cJSON *envelope(cJSON *ans, const char *cid, const char *settings)
+{
+    if (!ans)
+        return NULL;
+    cJSON_AddTrueToObject(ans, "ok");
+    cJSON_AddStringToObject(ans, "container_id", cid);
+    cJSON_AddStringToObject(ans, "settings", settings);
+    return ans;
+}
+
+static cJSON *error_answer(const char *text)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(ans, "status", SHIM_EXEC_FAILED);
+    cJSON_AddStringToObject(ans, "logs", text);
+    return ans;
+}
+
+/* Sends an exec answer; one that cannot be sent (too large, no memory) is
+ * replaced by a small error, so the program learns what happened. */
+static void send_answer(int fd, cJSON *ans, const char *cid, const char *settings)
+{
+    char text[256];
+    int rc = ans ? shim_proto_send(fd, ans, 10000) : -ENOMEM;
+
+    if (rc != -E2BIG && rc != -ENOMEM)
+        return;
+    LOG_WARN("session %s: cannot send a result (%s)", cid, strerror(-rc));
+    snprintf(text, sizeof(text), "Error: the session could not send this execution's result "
+             "(%s); the code ran, but its output is lost.\n", strerror(-rc));
+    ans = envelope(error_answer(text), cid, settings);
+    if (ans)
+        shim_proto_send(fd, ans, 10000);
+    cJSON_Delete(ans);
+}
+
+#define FILE_CHUNK (16u << 20)
+
+/* A put in progress: chunks accumulate until the last one. */
+static struct {
+    char name[256];
+    char *data;
+    size_t len;
+} pending;
+
+static cJSON *file_answer(int rc)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    if (ans && rc < 0)
+        cJSON_AddNumberToObject(ans, "errno", -rc);
+    return ans;
+}
+
+static cJSON *get_file(struct shim_sandbox *sb, const cJSON *req)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+    double max = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "max"));
+    double off = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "offset"));
+    char *data = NULL, *b64;
+    size_t len = 0, n;
+    cJSON *ans;
+    int rc;
+
+    if (!name || !(max >= 0 && max <= 4e9) || !(off >= 0 && off <= 4e9))
+        return file_answer(-EINVAL);
+    rc = shim_sandbox_file_get(sb, name, (size_t)max, &data, &len);
+    if (rc < 0 || (size_t)off > len) {
+        free(data);
+        return file_answer(rc < 0 ? rc : -EINVAL);
+    }
+    n = len - (size_t)off < FILE_CHUNK ? len - (size_t)off : FILE_CHUNK;
+    b64 = shim_base64_encode(data + (size_t)off, n);
+    free(data);
+    ans = file_answer(b64 ? 0 : -ENOMEM);
+    if (ans && b64) {
+        cJSON_AddStringToObject(ans, "data", b64);
+        cJSON_AddNumberToObject(ans, "size", (double)len);
+    }
+    free(b64);
+    return ans;
+}
+
+static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+    const char *b64 = cJSON_GetStringValue(cJSON_GetObjectItem(req, "data"));
+    int first = cJSON_IsTrue(cJSON_GetObjectItem(req, "first"));
+    int last = cJSON_IsTrue(cJSON_GetObjectItem(req, "last"));
+    char *chunk, *grown;
+    size_t n;
+    int rc;
+
+    if (!name || !b64 || strlen(name) >= sizeof(pending.name))
+        return file_answer(-EINVAL);
+    if (first) {
+        free(pending.data);
+        memset(&pending, 0, sizeof(pending));
+        snprintf(pending.name, sizeof(pending.name), "%s", name);
+    } else if (strcmp(pending.name, name)) {
+        return file_answer(-EPROTO);
+    }
+    if ((rc = shim_base64_decode(b64, &chunk, &n)) < 0)
+        return file_answer(rc);
+    grown = realloc(pending.data, pending.len + n + 1);
+    if (!grown) {
+        free(chunk);
+        return file_answer(-ENOMEM);
+    }
+    memcpy(grown + pending.len, chunk, n);
+    free(chunk);
+    pending.data = grown;
+    pending.len += n;
+    if (!last)
+        return file_answer(0);
+    rc = shim_sandbox_file_put(sb, pending.name, pending.data, pending.len);
+    free(pending.data);
+    memset(&pending, 0, sizeof(pending));
+    return file_answer(rc);
+}
+
+/* One connection: our greeting, then one request. Returns 1 when the
+ * session must end. */
+static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *settings)
+{
+    cJSON *req = NULL, *ans;
+    const char *op, *code;
+    int end = 0;
+
+    ans = envelope(cJSON_CreateObject(), cid, settings);
+    if (!ans || shim_proto_send(fd, ans, 10000) < 0 || shim_proto_recv(fd, &req, 10000) < 0) {
+        cJSON_Delete(ans);
+        return 0;
+    }
+    cJSON_Delete(ans);
+    op = cJSON_GetStringValue(cJSON_GetObjectItem(req, "op"));
+    code = cJSON_GetStringValue(cJSON_GetObjectItem(req, "code"));
+    if (op && !strcmp(op, "exec") && code) {
+        struct shim_exec_result r;
+        if (shim_sandbox_exec(sb, code, strlen(code), &r) == 0) {
+            ans = shim_proto_result_to_json(&r);
+            shim_exec_result_free(&r);
+        } else {
+            ans = error_answer("Error: the session's sandbox failed.");
+        }
+        send_answer(fd, envelope(ans, cid, settings), cid, settings);
+    } else if (op && (!strcmp(op, "get") || !strcmp(op, "put"))) {
+        ans = envelope(!strcmp(op, "get") ? get_file(sb, req) : put_file(sb, req), cid, settings);
+        send_answer(fd, ans, cid, settings);
+    } else {
+        end = op && !strcmp(op, "close");
+        ans = envelope(cJSON_CreateObject(), cid, settings);
+        if (ans)
+            shim_proto_send(fd, ans, 10000);
+    }
+    cJSON_Delete(ans);
+    cJSON_Delete(req);
+    return end;
+}
+
+/* The host's request answered: the session listens, or it could not. */
+static void reply_host(int reply, const char *cid, const char *settings, const char *error)
+{
+    cJSON *ans = cJSON_CreateObject();
+
+    if (ans && error) {
+        cJSON_AddFalseToObject(ans, "ok");
+        cJSON_AddStringToObject(ans, "error", error);
+    } else {
+        ans = envelope(ans, cid, settings);
+    }
+    if (!ans || shim_proto_send(reply, ans, 10000) < 0)
+        LOG_WARN("session %s: the request that started it is gone", cid);
+    cJSON_Delete(ans);
+    close(reply);
+}
+
+/* The sandbox: the host's, or, when it had none ready (its fork server is
+ * still starting, or there is none), one opened here the cold way. */
+static struct shim_sandbox *own_sandbox(const struct shim_config *cfg, struct shim_sandbox *sb)
+{
+    struct shim_config sb_cfg;
+
+    if (sb) {
+        shim_sandbox_adopt(sb);
+        return sb;
+    }
+    sb_cfg = *cfg;
+    sb_cfg.fork_server = 0; /* a fork server for one sandbox: a second Python */
+    sb_cfg.warm_spare = 0;
+    return shim_sandbox_open(&sb_cfg, &sb) == 0 ? sb : NULL;
+}
+
+int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *o,
+                     const char *settings, struct shim_sandbox *sb, int reply)
+{
+    const char *dir = o->dir;
+    char cid[64], pidtxt[32];
+    long long last;
+    int lfd;
+
+    if (!(sb = own_sandbox(cfg, sb))) {
+        reply_host(reply, "", settings, "the session's sandbox could not be opened");
+        return 1;
+    }
+    snprintf(cid, sizeof(cid), "%s", o->bind[0] ? o->bind : shim_sandbox_container_id(sb));
+    write_file(dir, "cntr", cid);
+    snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
+    write_file(dir, "pid", pidtxt);
+    lfd = shim_proto_socket(dir, 1);
+    if (lfd < 0) {
+        reply_host(reply, cid, settings, "the session's socket could not be made");
+        shim_sandbox_close(sb);
+        shim_session_remove(dir, cid, settings);
+        return 1;
+    }
+    reply_host(reply, cid, settings, NULL);
+    LOG_INFO("session %s up, idle limit %d s", cid, o->ttl_s);
+    last = now_s();
+    while (!sessiond_stop) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        long long left = last + o->ttl_s - now_s();
+        int fd, rc;
+        if (left <= 0)
+            break;
+        rc = poll(&p, 1, left > 3600 ? 3600000 : (int)left * 1000);
+        if (rc <= 0)
+            continue;
+        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        rc = serve(fd, sb, cid, settings);
+        close(fd);
+        last = now_s();
+        utimensat(AT_FDCWD, dir, NULL, 0);
+        if (rc)
+            break;
+    }
+    LOG_INFO("session %s ends", cid);
+    close(lfd);
+    shim_sandbox_close(sb);
+    shim_session_remove(dir, cid, settings);
+    return 0;
+}

@@ -1,0 +1,68 @@
+"""session_host.py - asks the session hosts under a runtime directory
+(codeshim-sessiond, sessiond/host.c) how they are, for tests and
+benchmarks that must wait until a host has a sandbox ready to hand over
+(its fork server imported, a spare forked) rather than sleep.
+
+    hosts(rt)              -> [host directory, ...]
+    call(host_dir, msg)    -> the host's answer to one request (a dict)
+    status(host_dir)       -> {"ok": True, "warm": bool, "sessions": n}
+    wait_warm(rt, timeout) -> True once every host under rt is warm
+"""
+
+import json
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+
+
+def hosts(rt):
+    return sorted(p.parent for p in Path(rt).glob("*/hosts/*/sock"))
+
+
+def _frame(sock, payload):
+    sock.sendall(struct.pack(">I", len(payload)) + payload)
+
+
+def _read(sock, n):
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("the session host closed the connection")
+        out += chunk
+    return out
+
+
+def call(host_dir, msg, timeout=10):
+    """One request (a dict) to the host in host_dir; its answer."""
+    # through the directory's /proc/self/fd entry: the socket's own path
+    # may be longer than sun_path holds
+    dfd = os.open(host_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect("/proc/self/fd/%d/sock" % dfd)
+            _frame(s, json.dumps(msg).encode())
+            (n,) = struct.unpack(">I", _read(s, 4))
+            return json.loads(_read(s, n))
+    finally:
+        os.close(dfd)
+
+
+def status(host_dir, timeout=10):
+    return call(host_dir, {"op": "status"}, timeout)
+
+
+def wait_warm(rt, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = hosts(rt)
+        try:
+            if found and all(status(h)["warm"] for h in found):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    return False

@@ -161,10 +161,15 @@ def test_forged_reply_runs_nothing_while_idle(fake, rt):  # noqa: F811
     idle_from = time.monotonic()
     time.sleep(0.4)  # the idle time the attack is after
     idle_to = time.monotonic()
-    out = logs(ask(fake.url,
-                   "s = open('/mnt/data/stamps').read().split()\n"
-                   "print('idle stamps', sum(%.6f < float(x) < %.6f for x in s))"
-                   % (idle_from, idle_to), rt=rt, env=env))
+    count = ("s = open('/mnt/data/stamps').read().split()\n"
+             "print('idle stamps', sum(%.6f < float(x) < %.6f for x in s))"
+             % (idle_from, idle_to))
+    out = logs(ask(fake.url, count, rt=rt, env=env))
+    if "timed out" in out:
+        # the impostor and the real interpreter both read the request: when
+        # they split it, neither answers and the interpreter is restarted;
+        # the stamps (in /mnt/data) are still there to count
+        out = logs(ask(fake.url, count, rt=rt, env=env))
     assert "idle stamps 0\n" in out, out
 
 

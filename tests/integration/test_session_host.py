@@ -111,6 +111,25 @@ def test_a_lost_session_leaves_the_host_serving(fake, rt):
     assert logs(ask(fake.url, "print(1)", session="b", rt=rt)) == "1\n"
 
 
+def test_a_killed_host_is_replaced_and_its_sessions_say_so(fake, rt):
+    """SIGKILL to the host takes its fork server, and with it the sandboxes
+    it handed over: each session's supervisor says so and starts a new
+    sandbox; a new session gets a new host."""
+    ask(fake.url, "x = 1", session="a", rt=rt)
+    assert session_host.wait_warm(rt)
+    ask(fake.url, "y = 2", session="b", rt=rt)  # forked from the host's server
+    [host] = supervisors(rt, HOSTS)
+    os.kill(host, signal.SIGKILL)
+    assert wait_for(lambda: not alive(host))
+    out = logs(ask(fake.url, "print(y)", session="b", rt=rt))
+    assert "NameError" in out and "lost" in out.lower(), out
+    ask(fake.url, "print(3)", session="c", rt=rt)
+    [new] = supervisors(rt, HOSTS)
+    assert new != host
+    ask(fake.url, "y = 5", session="b", rt=rt)  # b goes on in its new sandbox
+    assert logs(ask(fake.url, "print(y)", session="b", rt=rt)) == "5\n"
+
+
 def test_host_refuses_what_is_not_an_open_of_its_identity(fake, rt):
     ask(fake.url, "pass", session="a", rt=rt)
     [hd] = session_host.hosts(rt)

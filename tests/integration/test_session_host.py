@@ -76,7 +76,7 @@ def test_sessions_forked_from_one_host_share_nothing(fake, rt):
              "any(b'sleep' in open('/proc/%s/cmdline' % p, 'rb').read() "
              "for p in os.listdir('/proc') if p.isdigit()))\n"
              "open('/tmp/mark', 'w').write('1')\nopen('mark.txt', 'w').write('1')\n"
-             "import subprocess\nsubprocess.Popen(['sleep', '300'])\n")
+             "import subprocess\nsubprocess.Popen(['sleep', '300.21'])\n")
     seen = {}
     for s in ("b", "c"):
         assert session_host.wait_warm(rt)
@@ -87,6 +87,14 @@ def test_sessions_forked_from_one_host_share_nothing(fake, rt):
     assert seen["b"]["rand"].split() != seen["c"]["rand"].split()
     for a, b in zip(seen["b"]["rand"].split(), seen["c"]["rand"].split()):
         assert a != b  # Python's random, numpy's and the kernel's each differ
+    # supervisors and host told to end at once (as the rt fixture does):
+    # nothing of either session is left
+    [host] = supervisors(rt, HOSTS)
+    for pid in supervisors(rt) + [host]:
+        os.kill(pid, signal.SIGTERM)
+    assert wait_for(lambda: not alive(host))
+    ps = subprocess.run(["ps", "-eo", "stat,args"], capture_output=True, text=True).stdout
+    assert not [l for l in ps.splitlines() if "sleep 300.21" in l and l[0] != "Z"]
 
 
 def test_identities_never_share_a_host(fake, rt):
@@ -104,7 +112,7 @@ def test_identities_never_share_a_host(fake, rt):
 
 def test_host_sigterm_ends_every_session(fake, rt):
     for s in ("a", "b"):
-        ask(fake.url, "import subprocess\nsubprocess.Popen(['sleep', '300'])", session=s, rt=rt)
+        ask(fake.url, "import subprocess\nsubprocess.Popen(['sleep', '300.31'])", session=s, rt=rt)
         session_host.wait_warm(rt)
     [host] = supervisors(rt, HOSTS)
     assert len(supervisors(rt)) == 2
@@ -113,7 +121,7 @@ def test_host_sigterm_ends_every_session(fake, rt):
     assert not list(rt.glob("*/*/sock")) and not list(rt.glob("*/hosts/*"))
     assert running(rt) == []
     ps = subprocess.run(["ps", "-eo", "stat,args"], capture_output=True, text=True).stdout
-    assert not [l for l in ps.splitlines() if "sleep 300" in l and l[0] != "Z"]
+    assert not [l for l in ps.splitlines() if "sleep 300.31" in l and l[0] != "Z"]
 
 
 def test_a_lost_session_leaves_the_host_serving(fake, rt):

@@ -167,7 +167,7 @@ def test_cap_evicts_least_recently_used(fake, rt):
 
 def test_idle_session_closes_and_leaves_nothing(fake, rt):
     env = {"CODESHIM_SESSION_TTL": "2"}
-    r = ask(fake.url, "import subprocess\np = subprocess.Popen(['sleep', '300'])\nprint(p.pid)",
+    r = ask(fake.url, "import subprocess\np = subprocess.Popen(['sleep', '300.11'])\nprint(p.pid)",
             rt=rt, env=env)
     [pid] = supervisors(rt)
     [host] = supervisors(rt, "*/hosts/*/pid")
@@ -187,7 +187,7 @@ def test_idle_session_closes_and_leaves_nothing(fake, rt):
     running = "\n".join(l for l in ps.splitlines()[1:] if l.split()[1][0] != "Z")
     assert str(rt) not in running
     assert not re.search(r"^\s*%d\s" % pid, running, re.M)
-    assert "sleep 300" not in running
+    assert "sleep 300.11" not in running
     # a later request in the same session starts fresh
     assert "NameError" in logs(ask(fake.url, "print(p)", rt=rt, env=env))
 

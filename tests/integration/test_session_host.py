@@ -13,6 +13,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 import session_host
 from test_hardening_sessions import wait_for
 from test_sessions import alive, ask, logs, rt, supervisors  # noqa: F401 (rt: fixture)
@@ -193,6 +194,8 @@ def test_sessions_of_an_ordinary_user(fake):
     from test_sandbox_escape import TEST_USER, _ensure_user
     if os.geteuid() != 0:
         return  # the other tests of this file ran as this ordinary user
+    if not os.path.exists("/usr/sbin/runuser"):
+        pytest.skip("runuser (util-linux) is not installed")
     pw = _ensure_user()
     d = Path(tempfile.mkdtemp(prefix="codeshim-user-"))
     os.chmod(d, 0o755)

@@ -745,15 +745,18 @@ void fuzz_deliver(const char *head, size_t n, long status, long version, const c
     if (shim_sink_head(&b, status, version, n ? h : NULL, n, ctype, len) == 0) {
         check_head(&b, ctype, len, want_status);
         /* a content type with a line break (a tampered cassette) must not
-         * put its lines into the block */
+         * put its lines into the block: the block is the one a harmless
+         * type gives (the head's own lines may hold the same text, and
+         * are the upstream's to pass on) */
         if (ctype && strpbrk(ctype, "\r\n")) {
-            size_t ll = strlen(ctype) + 16;
-            char *line = fuzz_xmalloc(ll);
-            snprintf(line, ll, "Content-Type: %s", ctype);
-            if (memmem(b.data, b.len, line, strlen(line)))
+            struct shim_buf safe;
+            shim_buf_init(&safe, (size_t)4 << 20);
+            if (shim_sink_head(&safe, status, version, n ? h : NULL, n,
+                               "application/octet-stream", len) != 0 ||
+                safe.len != b.len || memcmp(safe.data, b.data, b.len))
                 fuzz_invalid("head-injection",
                              "content type with a line break copied into the block");
-            free(line);
+            shim_buf_free(&safe);
         }
     }
     shim_buf_free(&b);

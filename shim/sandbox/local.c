@@ -199,13 +199,7 @@ static int local_create_forked(const struct shim_config *cfg, void **state)
 
 static void local_disown(void *state)
 {
-    struct shim_local *l = state;
-
-    shim_local_close_fd(&l->fd);
-    shim_local_close_fd(&l->errfd);
-    shim_local_close_fd(&l->life);
-    shim_cgroup_init(&l->cg);
-    free(l);
+    shim_local_forget(state);
 }
 
 /* The fork that owns it restarts it the cold way if it is lost: a fork

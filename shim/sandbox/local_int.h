@@ -108,6 +108,12 @@ int shim_local_same_params(const struct shim_local_params *a,
 /* local_proc.c: a new instance (nothing started); NULL when out of memory. */
 struct shim_local *shim_local_new(const struct shim_local_params *p);
 
+/* local_proc.c: this process lets go of l, whose processes another one
+ * owns (a fork of ours, or, in a forked child, the parent): its
+ * descriptors here are closed, its cgroup forgotten, l freed; nothing is
+ * stopped. */
+void shim_local_forget(struct shim_local *l);
+
 /* local_proc.c: start() launches the sandbox (it is up once it said
  * hello: wait_up); both leave the reason of a failure in l->why. stop()
  * ends every process of the sandbox, started or still starting, and

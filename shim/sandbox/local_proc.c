@@ -165,6 +165,15 @@ struct shim_local *shim_local_new(const struct shim_local_params *p)
     return l;
 }
 
+void shim_local_forget(struct shim_local *l)
+{
+    shim_local_close_fd(&l->fd);
+    shim_local_close_fd(&l->errfd);
+    shim_local_close_fd(&l->life);
+    shim_cgroup_init(&l->cg);
+    free(l);
+}
+
 /* This start's cgroup (none left from before, normally). */
 static void make_cgroup(struct shim_local *l)
 {

@@ -61,11 +61,8 @@ static void after_fork_child(void)
 {
     pthread_mutex_init(&mu, NULL);
     pthread_cond_init(&settled, NULL);
-    if (spare) {
-        shim_local_close_fd(&spare->fd);
-        shim_local_close_fd(&spare->errfd);
-        free(spare);
-    }
+    if (spare)
+        shim_local_forget(spare); /* its life socket too, if forked */
     spare = NULL;
     state = NONE;
     memset(&stats, 0, sizeof(stats));

@@ -79,11 +79,8 @@ static void after_fork_child(void)
     memset(&stats, 0, sizeof(stats));
     asks = 0;
     for (i = 0; i < ZYG_MAX; i++) {
-        if (zs[i].l) {
-            shim_local_close_fd(&zs[i].l->fd);
-            shim_local_close_fd(&zs[i].l->errfd);
-            free(zs[i].l);
-        }
+        if (zs[i].l)
+            shim_local_forget(zs[i].l);
         memset(&zs[i], 0, sizeof(zs[i]));
     }
 }
@@ -142,18 +139,27 @@ static void start_server(const struct shim_local_params *p)
         fail(z, l->why);
 }
 
+/* The slot of p's server (there is at most one: a server is started
+ * only when none is found, and one that failed stays), or NULL. Called
+ * with mu held. */
+static struct zyg *slot_of(const struct shim_local_params *p)
+{
+    int i;
+
+    for (i = 0; i < ZYG_MAX; i++)
+        if (zs[i].state != EMPTY && shim_local_same_params(&zs[i].p, p))
+            return &zs[i];
+    return NULL;
+}
+
 /* The server for p when it is up; else NULL (and, with start, it is
  * started if there is none). Called with mu held; it may drop it
  * meanwhile. */
 static struct shim_local *server(const struct shim_local_params *p, int start)
 {
-    struct zyg *z = NULL;
+    struct zyg *z = slot_of(p);
     struct pollfd pf;
-    int i;
 
-    for (i = 0; i < ZYG_MAX && !z; i++)
-        if (zs[i].state != EMPTY && shim_local_same_params(&zs[i].p, p))
-            z = &zs[i];
     if (!z) {
         if (start)
             start_server(p);
@@ -289,6 +295,7 @@ static void read_reason(int fd, char *out, size_t outsz)
 int shim_local_zygote_fork(struct shim_local *l)
 {
     struct shim_local *z;
+    struct zyg *slot;
     int sv[2] = {-1, -1}, ep[2] = {-1, -1}, lv[2] = {-1, -1};
     int fds[3 + MAX_JOIN], nfds = 3, one = 1, rc, i;
     uid_t uid = geteuid() == 0 ? shim_local_fresh_uid() : 1000;
@@ -325,9 +332,8 @@ int shim_local_zygote_fork(struct shim_local *l)
     if (rc) {
         read_reason(ep[0], why, sizeof(why));
         pthread_mutex_lock(&mu);
-        for (i = 0; i < ZYG_MAX; i++)
-            if (zs[i].state == UP && shim_local_same_params(&zs[i].p, &l->p))
-                fail(&zs[i], why[0] ? why : "a fork did not start");
+        if ((slot = slot_of(&l->p)) != NULL && slot->state == UP)
+            fail(slot, why[0] ? why : "a fork did not start");
         pthread_mutex_unlock(&mu);
         goto out;
     }
@@ -356,16 +362,16 @@ out:
 
 int shim_local_zygote_warm(const struct shim_local_params *p)
 {
-    int i, rc;
+    struct zyg *z;
+    int rc;
 
     if (!p->fork_server || p->unsafe)
         return -ENOTSUP;
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&mu);
     rc = server(p, 1) ? 1 : 0;
-    for (i = 0; i < ZYG_MAX && !rc; i++)
-        if (zs[i].state == FAILED && shim_local_same_params(&zs[i].p, p))
-            rc = -ENOTSUP;
+    if (!rc && (z = slot_of(p)) != NULL && z->state == FAILED)
+        rc = -ENOTSUP;
     pthread_mutex_unlock(&mu);
     return rc;
 }

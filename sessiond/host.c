@@ -36,13 +36,11 @@
 #include "store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -109,7 +107,7 @@ static int parse_open(const struct host *h, const cJSON *req, struct sessiond_op
     struct stat st;
 
     o->bind = jb ? cJSON_GetStringValue(jb) : "";
-    o->ttl_s = ttl >= 1 && ttl <= 7 * 86400 ? (int)ttl : 0;
+    o->ttl_s = ttl >= 1 && ttl <= SHIM_SESSION_TTL_MAX ? (int)ttl : 0;
     if (!name || !shim_session_is_name(name) || shim_store_join(o->dir, sizeof(o->dir), h->iddir, name) < 0 ||
         lstat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode) || !o->bind || !o->ttl_s ||
         (o->bind[0] && (strncmp(o->bind, "cntr_", 5) || strlen(o->bind) >= 64)))
@@ -189,26 +187,17 @@ static void request(struct host *h, int fd)
 static int leave(struct host *h, int wait_ms)
 {
     char p[SHIM_PATH_MAX + 8];
-    int fd = -1, locked = 0, waited = 0;
+    int lock = shim_session_lock(h->iddir, wait_ms);
 
-    if (shim_store_join(p, sizeof(p), h->iddir, ".lock") == 0)
-        fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    while (fd >= 0 && !(locked = flock(fd, LOCK_EX | LOCK_NB) == 0) && waited < wait_ms) {
-        struct timespec ts = {0, 10 * 1000000};
-        nanosleep(&ts, NULL);
-        waited += 10;
-    }
-    if (fd >= 0 && !locked && wait_ms == 0) {
-        close(fd);
+    if (lock == -ETIMEDOUT && wait_ms == 0)
         return 0;
-    }
     if (shim_store_join(p, sizeof(p), h->dir, "sock") == 0)
         unlink(p);
     if (shim_store_join(p, sizeof(p), h->dir, "pid") == 0)
         unlink(p);
     rmdir(h->dir);
-    if (fd >= 0)
-        close(fd); /* the lock with it */
+    if (lock >= 0)
+        close(lock); /* the lock with it */
     return 1;
 }
 

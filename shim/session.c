@@ -286,8 +286,8 @@ static int host_dir(const struct shim_session *b, char *out, size_t n)
     if ((rc = shim_store_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
         (rc = shim_store_private_dir(hosts)) < 0)
         return rc;
-    if ((rc = snprintf(out, n, "%s/%.32s", hosts, b->settings)) < 0 || (size_t)rc >= n)
-        return -ENAMETOOLONG;
+    if ((rc = shim_store_join(out, n, hosts, b->settings)) < 0)
+        return rc;
     return shim_store_private_dir(out);
 }
 
@@ -342,7 +342,7 @@ static int start_session(struct shim_session *b)
 
 /* ---------------- the per-identity set of sessions ---------------- */
 
-static int lock_identity(const char *iddir)
+int shim_session_lock(const char *iddir, int wait_ms)
 {
     char p[SHIM_PATH_MAX + 8];
     int fd, waited = 0;
@@ -354,7 +354,7 @@ static int lock_identity(const char *iddir)
         return -errno;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         struct timespec ts = {0, 10 * 1000000};
-        if (errno != EWOULDBLOCK || (waited += 10) > LOCK_WAIT_MS) {
+        if (errno != EWOULDBLOCK || (waited += 10) > wait_ms) {
             close(fd);
             return -ETIMEDOUT;
         }
@@ -587,7 +587,7 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
     if ((!rq->session_id && !rq->ncontainers && !b->bind[0]) ||
         shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
         return open_private(b, rq);
-    lk = lock_identity(b->iddir);
+    lk = shim_session_lock(b->iddir, LOCK_WAIT_MS);
     if (lk < 0) {
         LOG_WARN("session lock: %s; using a private sandbox", strerror(-lk));
         return open_private(b, rq);
@@ -719,7 +719,7 @@ static int failure(struct shim_exec_result *out, enum stage stage, int err)
 static int reattach(struct shim_session *b)
 {
     char old[64];
-    int rc, created = 0, lk = lock_identity(b->iddir);
+    int rc, created = 0, lk = shim_session_lock(b->iddir, LOCK_WAIT_MS);
 
     snprintf(old, sizeof(old), "%s", b->cid);
     rc = lk < 0 ? lk : attach(b, &created);

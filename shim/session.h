@@ -103,6 +103,10 @@ void shim_session_settings(const struct shim_config *cfg, char out[65]);
  * map entry of its container cid under settings: what a supervisor leaves
  * when it ends. */
 void shim_session_remove(const char *dir, const char *cid, const char *settings);
+/* The identity's lock (iddir/.lock, flock): sessions start, and a session
+ * host ends, only under it. The locked descriptor (closing it unlocks),
+ * or -ETIMEDOUT after wait_ms (0: one try), or -errno. */
+int shim_session_lock(const char *iddir, int wait_ms);
 /* 1 when n is a session's directory name (32 lowercase hex digits). */
 int shim_session_is_name(const char *n);
 /* A session's directory name (pure; out must hold 65 bytes). */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #define SHIM_PATH_MAX 4096
+#define SHIM_SESSION_TTL_MAX (7 * 86400) /* CODESHIM_SESSION_TTL's range: 1 to this */
 
 struct shim_config {
     int disabled;               /* CODESHIM_DISABLE=1: pure pass-through */

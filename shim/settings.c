@@ -246,7 +246,7 @@ void shim_config_fill(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
     get_str(&p, "CODESHIM_RECORD", "", c->record_dir, sizeof(c->record_dir));
     get_str(&p, "CODESHIM_REPLAY", "", c->replay_dir, sizeof(c->replay_dir));
     get_str(&p, "CODESHIM_TRACE", "", c->trace_file, sizeof(c->trace_file));
-    c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, 7 * 86400);
+    c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, SHIM_SESSION_TTL_MAX);
     c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
     c->runtime_dir_default = get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
     get_sessiond(&p, c->sessiond, sizeof(c->sessiond));

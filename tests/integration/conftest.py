@@ -17,6 +17,8 @@ Helpers (import them: ``from conftest import run, parse_sse, LIB, REPO``):
         same program without codeshim (baseline).
     parse_sse(data) -> [(event name or None, data string), ...]
     sse_json(data)  -> [(event name or None, parsed JSON or "[DONE]"), ...]
+    ppid(pid), alive(pid) (runs, not a zombie), descendants(pid) (every
+        process whose ancestry includes pid): from /proc
 The fake (tests/fakes/fake_openai.py) and the validator
 (tests/tools/schema_check.py) are importable as fake_openai and schema_check.
 """
@@ -173,3 +175,41 @@ def sse_json(data):
     """parse_sse, with each data parsed as JSON ("[DONE]" kept as a string)."""
     return [(ev, d if d.strip() == "[DONE]" else json.loads(d))
             for ev, d in parse_sse(data)]
+
+
+def _stat_fields(pid):
+    """/proc/<pid>/stat after the command name: state, ppid, ..."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rpartition(")")[2].split()
+
+
+def ppid(pid):
+    return int(_stat_fields(pid)[1])
+
+
+def alive(pid):
+    """pid runs (and is not a zombie)."""
+    try:
+        return _stat_fields(pid)[0] != "Z"
+    except OSError:
+        return False
+
+
+def descendants(pid):
+    """Every process whose ancestry includes pid (pids)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                parent[int(d)] = ppid(int(d))
+            except (OSError, IndexError, ValueError):
+                continue
+    out = set()
+    for p in parent:
+        q = p
+        while q in parent and q > 1:
+            q = parent[q]
+            if q == pid:
+                out.add(p)
+                break
+    return out

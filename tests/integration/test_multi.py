@@ -11,14 +11,13 @@ C program counts callbacks that ran off the thread driving the multi
 handle (must be none)."""
 
 import json
-import os
 import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import PYTHON, REPO, clean_env, parse_sse, run, sse_json
+from conftest import PYTHON, REPO, alive, clean_env, descendants, parse_sse, run, sse_json
 import schema_check
 
 CURL = "/usr/bin/curl"
@@ -434,37 +433,6 @@ def test_fork_after_use(fake, tmp_path, progs):
     check_three(lines, "child")
     for i in range(3):
         assert len(upstream_by_tag(fake, tag + str(i))) == 4
-
-
-def descendants(pid):
-    """Every process whose ancestry includes pid (pids)."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        parent[int(d)] = int(stat.rpartition(")")[2].split()[1])
-    out = set()
-    for p in parent:
-        q = p
-        while q in parent and q > 1:
-            q = parent[q]
-            if q == pid:
-                out.add(p)
-                break
-    return out
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_exit_mid_transfer_leaves_no_process(fake, tmp_path, progs):

@@ -15,33 +15,11 @@ from pathlib import Path
 
 import pytest
 import session_host
+from conftest import alive, descendants, ppid
 from test_hardening_sessions import wait_for
-from test_sessions import alive, ask, logs, rt, supervisors  # noqa: F401 (rt: fixture)
+from test_sessions import ask, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
 HOSTS = "*/hosts/*/pid"
-
-
-def ppid(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
-def descendants(pid):
-    """Every process below pid."""
-    parent = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                parent[int(d)] = ppid(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == p]
-        out.update(kids)
-        todo.extend(kids)
-    return out
 
 
 def running(rt):

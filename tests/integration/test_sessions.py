@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run
+from conftest import REPO, alive, run
 
 CURL = "/usr/bin/curl"
 
@@ -77,15 +77,6 @@ def supervisors(rt, pattern="*/*/pid"):
         except (ValueError, ProcessLookupError, FileNotFoundError):
             pass
     return out
-
-
-def alive(pid):
-    """pid runs (and is not a zombie)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_state_survives_separate_program_runs(fake, rt):

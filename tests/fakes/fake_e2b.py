@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """A fake e2b (control plane + code-interpreter server) for codeshim's tests.
 
-Written from e2b's published API as summarised in
-../shared/reference/wire-formats.md section E; standard library only;
+Written from e2b's published API (its control plane's OpenAPI spec, envd's
+file API and the code-interpreter server's /execute); standard library only;
 listens on 127.0.0.1 only.
 
     srv = fake_e2b.start(key="e2b_test")            # plain HTTP

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Validate JSON against a component of OpenAI's published OpenAPI schema.
 
-The schema is ``<repo>/../shared/openai/openapi.json`` (override with the
-``OPENAI_SCHEMA`` environment variable).  It is OpenAPI 3.1, so JSON Schema
+The schema is the vendored copy ``tests/schema/openai/openapi.json`` (override
+with the ``OPENAI_SCHEMA`` environment variable).  It is OpenAPI 3.1, so JSON Schema
 draft 2020-12 applies, with these adjustments made once when it is loaded:
 
 * OpenAPI's ``nullable: true`` becomes a real ``null`` alternative: for a
@@ -13,7 +13,7 @@ draft 2020-12 applies, with these adjustments made once when it is loaded:
 * ``#/components/schemas/...`` references are resolved inside the same file
   (jsonschema's RefResolver, which python3-jsonschema 4.10 provides).
 
-Special case (see ``shared/openai/README.md``): real streams send
+Special case: real streams send
 ``"usage": null`` inside the in-progress response of ``response.created`` /
 ``response.in_progress`` (and ``queued``), while the schema types ``usage`` as
 an object.  ``validate(obj, "Response")`` therefore accepts ``usage: null``
@@ -60,8 +60,7 @@ def schema_path():
     env = os.environ.get("OPENAI_SCHEMA")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[2]
-    return repo.parent / "shared" / "openai" / "openapi.json"
+    return Path(__file__).resolve().parents[1] / "schema" / "openai" / "openapi.json"
 
 
 _NULL = {"type": "null"}

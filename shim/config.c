@@ -7,6 +7,7 @@
 #include "confile.h"
 #include "log.h"
 #include "real.h"
+#include "settings.h"
 
 #include <fcntl.h>
 
@@ -115,13 +116,54 @@ static void default_sessiond(struct shim_config *c)
     }
 }
 
+/* "CODESHIM_OFLINE is not a codeshim setting; did you mean ...?" for an
+ * environment entry e (NAME=value) whose name no row knows, else "". */
+static void misspelt(const char *e, char *out, size_t outsz)
+{
+    char name[64];
+    size_t n = strcspn(e, "=");
+    const char *near;
+
+    out[0] = '\0';
+    if (n >= sizeof(name))
+        n = sizeof(name) - 1;
+    memcpy(name, e, n);
+    name[n] = '\0';
+    if (shim_setting_known(name))
+        return;
+    near = shim_setting_closest(name);
+    snprintf(out, outsz, "%s is not a codeshim setting%s%s%s; it is ignored", name,
+             near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+}
+
+size_t shim_config_misspelt(char (*out)[128], size_t max)
+{
+    extern char **environ;
+    char **p;
+    size_t n = 0;
+
+    for (p = environ; p && *p && n < max; p++)
+        if (!strncmp(*p, OWN_PREFIX, sizeof(OWN_PREFIX) - 1)) {
+            misspelt(*p, out[n], sizeof(out[n]));
+            n += out[n][0] != '\0';
+        }
+    return n;
+}
+
 static void load(void)
 {
     struct own_env own;
+    char msg[128];
+    size_t k;
     int i;
 
     gather_own(&own);
     shim_config_fill(&g_config, real_env, keep_warning, &own); /* once, still zero */
+    for (k = 0; k < own.n; k++) {
+        misspelt(own.e[k], msg, sizeof(msg));
+        if (msg[0])
+            keep_warning(msg, NULL);
+    }
     default_sessiond(&g_config);
     shim_log_setup(g_config.log_level, g_config.log_file);
     for (i = 0; i < g_nwarnings; i++)
@@ -252,17 +294,6 @@ static int check_keys(const struct shim_confile_sandbox *s, char *err, size_t er
     return 0;
 }
 
-static int truth(const char *v, int *out)
-{
-    if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
-        *out = 1;
-    else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
-        *out = 0;
-    else
-        return -EINVAL;
-    return 0;
-}
-
 /* One named sandbox: the environment's settings with the entry's on top. */
 static int build_named(const struct shim_confile_sandbox *s, struct named *out, char *err,
                        size_t errsz)
@@ -274,8 +305,9 @@ static int build_named(const struct shim_confile_sandbox *s, struct named *out, 
     if (check_keys(s, err, errsz) < 0)
         return -EINVAL;
     snprintf(out->name, sizeof(out->name), "%s", s->name);
-    if (sel && truth(sel, &out->selectable) < 0) {
-        snprintf(err, errsz, "sandbox \"%s\": selectable must be true or false", s->name);
+    if (sel && (out->selectable = shim_setting_bool(sel)) < 0) {
+        snprintf(err, errsz, "sandbox \"%s\": selectable must be true or false (or yes/no, "
+                 "on/off, 1/0)", s->name);
         return -EINVAL;
     }
     shim_config_parse(&out->cfg, overlay_env, overlay_warn, &o);
@@ -392,6 +424,12 @@ const struct shim_config *shim_config_sandbox(const char *name, int named, char 
     *status = 0;
     if (g_named.error[0]) {
         snprintf(why, whysz, "codeshim's sandbox configuration is broken: %s", g_named.error);
+        *status = 500;
+        return NULL;
+    }
+    if (!g_named.n && !shim_config()->sandbox[0]) {
+        snprintf(why, whysz, "codeshim's sandbox configuration is broken: "
+                 "CODESHIM_SANDBOX=%.64s is not one of local, e2b", getenv("CODESHIM_SANDBOX"));
         *status = 500;
         return NULL;
     }

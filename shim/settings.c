@@ -1,18 +1,353 @@
-/* settings.c - the pure parser behind config.h: variable names to
- * struct shim_config, through a getenv-shaped lookup, with ranges and
- * defaults; every bad value is reported through the warn callback and its
- * default used. config.c feeds it the real environment, and the named
- * sandboxes of CODESHIM_CONFIG as an overlay on it. */
-#include "config.h"
+/* settings.c - the table of settings (settings.h) and the pure parser
+ * that reads it: variable names to struct shim_config,
+ * through a getenv-shaped lookup. Every bad value is reported through the
+ * warn callback, naming the variable, the value, what is accepted and the
+ * default used instead. config.c feeds it the real environment, and the
+ * named sandboxes of CODESHIM_CONFIG as an overlay on it. */
+#include "settings.h"
 
 #include "log.h"
+#include "text.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#define F(field) offsetof(struct shim_config, field), sizeof(((struct shim_config *)0)->field)
+#define K 1024LL
+#define M (1024LL * K)
+#define G (1024LL * M)
+#define T (1024LL * G)
+/* A default computed when parsing: CODESHIM_MAX_INFLIGHT's. */
+#define DEF_BY_CORES (-1)
+
+/* Rows in parse order: CODESHIM_E2B_API_KEY before E2B_API_KEY, which
+ * fills the key only when the first left it empty. */
+const struct shim_setting shim_settings[] = {
+    {"CODESHIM_DISABLE", SHIM_SET_BOOL, F(disabled), 0, 0, 1, NULL, 0, 0,
+     "pure pass-through: intercept nothing"},
+    {"CODESHIM_OFFLINE", SHIM_SET_BOOL, F(offline), 0, 0, 1, NULL, 0, 0,
+     "answer with the built-in offline model; no network"},
+    {"CODESHIM_MAX_LOOPS", SHIM_SET_NUM, F(max_loops), 10, 1, 1000, NULL, 0, 0,
+     "executions per request"},
+    {"CODESHIM_EXEC_TIMEOUT", SHIM_SET_NUM, F(exec_timeout_s), 60, 1, 86400, NULL, 0, 0,
+     "wall-clock seconds per execution"},
+    {"CODESHIM_OUTPUT_CAP", SHIM_SET_SIZE, F(output_cap), 20000, 256, 10 * M, NULL, 0, 0,
+     "bytes of tool output the model sees per execution"},
+    {"CODESHIM_MAX_REQUEST", SHIM_SET_SIZE, F(max_request), 32 * M, 4 * K, G, NULL, 0, 0,
+     "larger request bodies pass through untouched"},
+    {"CODESHIM_MAX_RESPONSE", SHIM_SET_SIZE, F(max_response), 64 * M, 4 * K, G, NULL, 0, 0,
+     "largest upstream answer read"},
+    {"CODESHIM_LOG", SHIM_SET_LEVEL, F(log_level), SHIM_LOG_WARN, 0, 3,
+     "error|warn|info|debug", 0, 0, "log level"},
+    {"CODESHIM_LOG_FILE", SHIM_SET_STR, F(log_file), 0, 0, 0, "", 0, 0,
+     "append the log here instead of stderr"},
+    {"CODESHIM_PYTHON", SHIM_SET_STR, F(python), 0, 0, 0, "/usr/bin/python3", 0, 0,
+     "the local sandbox's Python"},
+    {"CODESHIM_SANDBOX", SHIM_SET_WORD, F(sandbox), 0, 0, 0, "local|e2b", 0, 1,
+     "sandbox backend"},
+    {"TMPDIR", SHIM_SET_STR, F(tmpdir), 0, 0, 0, "/tmp", 0, 0,
+     "where local sandboxes' work directories live"},
+    {"CODESHIM_RECORD", SHIM_SET_STR, F(record_dir), 0, 0, 0, "", 0, 0,
+     "save each upstream exchange in this directory"},
+    {"CODESHIM_REPLAY", SHIM_SET_STR, F(replay_dir), 0, 0, 0, "", 0, 0,
+     "answer upstream calls from this directory; no network"},
+    {"CODESHIM_TRACE", SHIM_SET_STR, F(trace_file), 0, 0, 0, "", 0, 0,
+     "append JSON Lines trace events to this file"},
+    {"CODESHIM_SESSION_TTL", SHIM_SET_NUM, F(session_ttl_s), 900, 1, SHIM_SESSION_TTL_MAX,
+     NULL, 0, 0, "idle seconds before a session closes"},
+    {"CODESHIM_SESSION_CAP", SHIM_SET_NUM, F(session_cap), 10, 1, 1000, NULL, 0, 0,
+     "live sessions per identity (the least recently used closes)"},
+    {"CODESHIM_RUNTIME_DIR", SHIM_SET_DIR, F(runtime_dir), 0, 0, 0, NULL, 0, 0,
+     "private directory of sessions, continuations and container files"},
+    {"CODESHIM_SESSIOND", SHIM_SET_PATH, F(sessiond), 0, 0, 0, "", 0, 0,
+     "the session host program (default: next to the library)"},
+    {"CODESHIM_MEMORY", SHIM_SET_SIZE, F(memory_limit), G, 64 * M, T, NULL, 0, 0,
+     "memory of a local sandbox"},
+    {"CODESHIM_PROCS", SHIM_SET_NUM, F(procs_limit), 256, 16, 65536, NULL, 0, 0,
+     "processes of a local sandbox"},
+    {"CODESHIM_FILE_SIZE", SHIM_SET_SIZE, F(file_size_limit), 512 * M, M, T, NULL, 0, 0,
+     "largest file a sandbox's code may write"},
+    {"CODESHIM_DISK", SHIM_SET_SIZE, F(disk_limit), G, M, T, NULL, 0, 0,
+     "bytes of /mnt/data and of /tmp in a local sandbox"},
+    {"CODESHIM_INODES", SHIM_SET_NUM, F(inodes_limit), 65536, 256, 1 << 24, NULL, 0, 0,
+     "files in each of /mnt/data and /tmp"},
+    {"CODESHIM_OPEN_FILES", SHIM_SET_NUM, F(open_files_limit), 1024, 64, 1 << 20, NULL, 0, 0,
+     "open files per sandbox process"},
+    {"CODESHIM_CPU_TIME", SHIM_SET_NUM, F(cpu_time_s), 3600, 1, 7 * 86400, NULL, 0, 0,
+     "CPU seconds per sandbox process"},
+    {"CODESHIM_UNSAFE_NO_ISOLATION", SHIM_SET_BOOL, F(unsafe_no_isolation), 0, 0, 1, NULL, 1,
+     0, "run code without bubblewrap, as the program's own user (unsafe)"},
+    {"CODESHIM_BWRAP", SHIM_SET_STR, F(bwrap), 0, 0, 0, "/usr/bin/bwrap", 0, 0,
+     "the bubblewrap program"},
+    {"CODESHIM_WARM_SPARE", SHIM_SET_BOOL, F(warm_spare), 1, 0, 1, NULL, 0, 0,
+     "keep a started sandbox ready for the next request"},
+    {"CODESHIM_FORK_SERVER", SHIM_SET_BOOL, F(fork_server), 1, 0, 1, NULL, 0, 0,
+     "fork sandboxes from a server that imported the data libraries"},
+    {"CODESHIM_PRELOAD_MODULES", SHIM_SET_STR, F(preload_modules), 0, 0, 0,
+     "numpy,pandas,matplotlib.pyplot", 0, 0, "modules the fork server imports"},
+    {"CODESHIM_E2B_API_KEY", SHIM_SET_SECRET, F(e2b_api_key), 0, 0, 0, NULL, 0, 0,
+     "e2b's API key (wins over E2B_API_KEY)"},
+    {"E2B_API_KEY", SHIM_SET_SECRET, F(e2b_api_key), 0, 0, 0, NULL, 0, 0,
+     "e2b's API key, as e2b's SDKs name it"},
+    {"E2B_API_URL", SHIM_SET_STR, F(e2b_api_url), 0, 0, 0, "", 0, 0,
+     "e2b's control plane (default https://api.<E2B_DOMAIN>)"},
+    {"E2B_DOMAIN", SHIM_SET_STR, F(e2b_domain), 0, 0, 0, "e2b.app", 0, 0,
+     "e2b's sandbox domain"},
+    {"CODESHIM_E2B_SANDBOX_URL", SHIM_SET_STR, F(e2b_sandbox_url), 0, 0, 0, "", 0, 0,
+     "one base URL for all in-sandbox e2b traffic"},
+    {"CODESHIM_E2B_TEMPLATE", SHIM_SET_STR, F(e2b_template), 0, 0, 0, "code-interpreter-v1", 0,
+     0, "e2b template"},
+    {"CODESHIM_E2B_INTERNET", SHIM_SET_BOOL, F(e2b_internet), 0, 0, 1, NULL, 1, 0,
+     "let e2b sandboxes reach the internet"},
+    {"CODESHIM_FILE_MAX", SHIM_SET_SIZE, F(file_max), 100 * M, K, 2 * G, NULL, 0, 0,
+     "largest container file"},
+    {"CODESHIM_FILES_DISK", SHIM_SET_SIZE, F(files_disk), G, M, T, NULL, 0, 0,
+     "container file bytes per identity"},
+    {"CODESHIM_CONTAINER_MINUTES", SHIM_SET_NUM, F(container_minutes), 20, 1, 7 * 1440, NULL,
+     0, 0, "idle minutes before a request's container expires"},
+    {"CODESHIM_CONFIG", SHIM_SET_STR, F(config_file), 0, 0, 0, "", 0, 0,
+     "YAML file of named sandboxes"},
+    {"CODESHIM_MAX_INFLIGHT", SHIM_SET_NUM, F(max_inflight), DEF_BY_CORES, 1, 1024, NULL, 0,
+     0, "intercepted multi transfers whose loops run at once (default 2 x cores)"},
+};
+const size_t shim_nsettings = sizeof(shim_settings) / sizeof(shim_settings[0]);
+
+/* CODESHIM_* names that codeshim's programs read beside the table. */
+static const char *const other_names[] = {"CODESHIM_LIB"};
+
+const struct shim_setting *shim_setting_find(const char *var)
+{
+    size_t i;
+
+    for (i = 0; i < shim_nsettings; i++)
+        if (!strcmp(shim_settings[i].var, var))
+            return &shim_settings[i];
+    return NULL;
+}
+
+int shim_setting_known(const char *var)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(other_names) / sizeof(other_names[0]); i++)
+        if (!strcmp(other_names[i], var))
+            return 1;
+    return shim_setting_find(var) != NULL;
+}
+
+const char *shim_setting_closest(const char *var)
+{
+    const char *best = NULL;
+    size_t i, bestd = strlen(var) / 3;
+
+    for (i = 0; i < shim_nsettings; i++) {
+        size_t d = shim_text_distance(var, shim_settings[i].var, bestd);
+        if (d <= bestd && (!best || d < bestd)) {
+            best = shim_settings[i].var;
+            bestd = d;
+        }
+    }
+    return best;
+}
+
+int shim_setting_bool(const char *v)
+{
+    static const char *const on[] = {"1", "true", "yes", "on"};
+    static const char *const off[] = {"0", "false", "no", "off"};
+    size_t i;
+
+    for (i = 0; v && i < 4; i++) {
+        if (!strcasecmp(v, on[i]))
+            return 1;
+        if (!strcasecmp(v, off[i]))
+            return 0;
+    }
+    return -EINVAL;
+}
+
+/* ---- values ---- */
+
+/* A size as its largest exact binary unit: 1G, 64M, 20000. */
+static void fmt_size(long long n, char *out, size_t outsz)
+{
+    static const char units[] = "TGMK";
+    long long u = T;
+    int i;
+
+    for (i = 0; i < 4; i++, u /= 1024)
+        if (n >= u && n % u == 0) {
+            snprintf(out, outsz, "%lld%c", n / u, units[i]);
+            return;
+        }
+    snprintf(out, outsz, "%lld", n);
+}
+
+static void fmt_value(const struct shim_setting *s, long long n, char *out, size_t outsz)
+{
+    if (s->kind == SHIM_SET_SIZE)
+        fmt_size(n, out, outsz);
+    else
+        snprintf(out, outsz, "%lld", n);
+}
+
+static long long default_of(const struct shim_setting *s)
+{
+    long n;
+
+    if (s->def != DEF_BY_CORES)
+        return s->def;
+    /* two per online core: they mostly wait on the model */
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > 32 ? 64 : 2 * n;
+}
+
+/* A whole number, or a size with an optional binary suffix K, M, G or T
+ * ("KiB"/"KB"/"K" alike, any case). */
+static int read_number(const struct shim_setting *s, const char *v, long long *out)
+{
+    unsigned long long n, mul = 1;
+    char *end;
+
+    errno = 0;
+    if (strchr(v, '-') && s->kind == SHIM_SET_SIZE)
+        return -EINVAL;
+    if (s->kind == SHIM_SET_NUM) {
+        long long x = strtoll(v, &end, 10);
+        if (errno || *end || end == v)
+            return -EINVAL;
+        *out = x;
+        return 0;
+    }
+    n = strtoull(v, &end, 10);
+    if (errno || end == v)
+        return -EINVAL;
+    switch (*end) {
+    case 'k': case 'K': mul = (unsigned long long)K; end++; break;
+    case 'm': case 'M': mul = (unsigned long long)M; end++; break;
+    case 'g': case 'G': mul = (unsigned long long)G; end++; break;
+    case 't': case 'T': mul = (unsigned long long)T; end++; break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I'))
+        end++;
+    if (mul > 1 && (*end == 'b' || *end == 'B'))
+        end++;
+    if (*end)
+        return -EINVAL;
+    if (n > (unsigned long long)INT64_MAX / mul)
+        return -ERANGE;
+    *out = (long long)(n * mul);
+    return 0;
+}
+
+/* The index of v among s's words ("a|b|c", any case), or -1. */
+static int word_index(const struct shim_setting *s, const char *v)
+{
+    const char *w = s->text;
+    int i = 0;
+
+    for (;;) {
+        size_t n = strcspn(w, "|");
+        if (n == strlen(v) && !strncasecmp(w, v, n))
+            return i;
+        if (!w[n])
+            return -1;
+        w += n + 1;
+        i++;
+    }
+}
+
+/* The idx-th of s's words into out. */
+static void word_at(const struct shim_setting *s, long long idx, char *out, size_t outsz)
+{
+    const char *w = s->text;
+
+    while (idx-- > 0 && strchr(w, '|'))
+        w = strchr(w, '|') + 1;
+    snprintf(out, outsz, "%.*s", (int)strcspn(w, "|"), w);
+}
+
+/* Why v is no good (NULL: it is), and the number or word index it means. */
+static const char *judge(const struct shim_setting *s, const char *v, long long *n)
+{
+    int rc;
+
+    switch (s->kind) {
+    case SHIM_SET_BOOL:
+        rc = shim_setting_bool(v);
+        *n = rc;
+        return rc < 0 ? "not a boolean (1/0, true/false, yes/no, on/off)" : NULL;
+    case SHIM_SET_NUM:
+    case SHIM_SET_SIZE:
+        rc = read_number(s, v, n);
+        if (rc == -EINVAL)
+            return s->kind == SHIM_SET_NUM ? "not a whole number"
+                                           : "not a size (bytes, or a number with K, M, G or T)";
+        return rc < 0 || *n < s->lo || *n > s->hi ? "out of range" : NULL;
+    case SHIM_SET_WORD:
+    case SHIM_SET_LEVEL:
+        *n = word_index(s, v);
+        return *n < 0 ? "not one of" : NULL;
+    case SHIM_SET_PATH:
+        return v[0] != '/' ? "not an absolute path" : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* What the setting falls back to, as a message says it. */
+static void fallback(const struct shim_setting *s, char *out, size_t outsz)
+{
+    long long def = default_of(s);
+
+    if (s->kind == SHIM_SET_BOOL && s->fails_closed)
+        snprintf(out, outsz, "isolation stays on");
+    else if (s->kind == SHIM_SET_BOOL)
+        snprintf(out, outsz, "using %s", def ? "on" : "off");
+    else if (s->kind == SHIM_SET_WORD && s->bad_is_error)
+        snprintf(out, outsz, "requests that would run code fail until it is fixed");
+    else if (s->kind == SHIM_SET_LEVEL) {
+        char w[32];
+        word_at(s, def, w, sizeof(w));
+        snprintf(out, outsz, "using %s", w);
+    }
+    else if (s->kind == SHIM_SET_NUM || s->kind == SHIM_SET_SIZE) {
+        char d[32];
+        fmt_value(s, def, d, sizeof(d));
+        snprintf(out, outsz, "using %s", d);
+    } else
+        snprintf(out, outsz, "using the default");
+}
+
+int shim_setting_check(const struct shim_setting *s, const char *v, char *why, size_t whysz)
+{
+    char lo[32], hi[32], fb[96];
+    const char *bad;
+    long long n = 0;
+
+    if (s->kind == SHIM_SET_SECRET || s->kind == SHIM_SET_STR || s->kind == SHIM_SET_DIR ||
+        !(bad = judge(s, v, &n)))
+        return 0;
+    fallback(s, fb, sizeof(fb));
+    fmt_value(s, s->lo, lo, sizeof(lo));
+    fmt_value(s, s->hi, hi, sizeof(hi));
+    if (s->kind == SHIM_SET_NUM || s->kind == SHIM_SET_SIZE)
+        snprintf(why, whysz, "%s=%.64s: %s %s..%s; %s", s->var, v, bad, lo, hi, fb);
+    else if (s->kind == SHIM_SET_WORD || s->kind == SHIM_SET_LEVEL)
+        snprintf(why, whysz, "%s=%.64s: %s %s; %s", s->var, v, bad, s->text, fb);
+    else
+        snprintf(why, whysz, "%s=%.64s: %s; %s", s->var, v, bad, fb);
+    return -EINVAL;
+}
+
+/* ---- the parser ---- */
 
 struct parse_ctx {
     shim_env_fn env;
@@ -20,118 +355,28 @@ struct parse_ctx {
     void *ctx;
 };
 
-static void warnf(struct parse_ctx *p, const char *name, const char *val,
-                  const char *why)
+static void warn(struct parse_ctx *p, const char *msg)
 {
-    char msg[256];
-
-    if (!p->warn)
-        return;
-    snprintf(msg, sizeof(msg), "%s=%.64s is %s; using the default", name, val,
-             why);
-    p->warn(msg, p->ctx);
+    if (p->warn)
+        p->warn(msg, p->ctx);
 }
 
-static long long get_num(struct parse_ctx *p, const char *name, long long def,
-                         long long lo, long long hi)
+static void store_num(struct shim_config *c, const struct shim_setting *s, long long n)
 {
-    const char *v = p->env(name, p->ctx);
-    char *end;
-    long long n;
+    char *f = (char *)c + s->offset;
 
-    if (!v || !*v)
-        return def;
-    errno = 0;
-    n = strtoll(v, &end, 10);
-    if (errno || *end || end == v) {
-        warnf(p, name, v, "not a whole number");
-        return def;
+    if (s->size == sizeof(int)) {
+        int x = (int)n;
+        memcpy(f, &x, sizeof(x));
+    } else {
+        uint64_t x = (uint64_t)n;
+        memcpy(f, &x, sizeof(x));
     }
-    if (n < lo || n > hi) {
-        warnf(p, name, v, "out of range");
-        return def;
-    }
-    return n;
 }
 
-static void get_str(struct parse_ctx *p, const char *name, const char *def,
-                    char *out, size_t outsz)
+static void store_str(struct shim_config *c, const struct shim_setting *s, const char *v)
 {
-    const char *v = p->env(name, p->ctx);
-
-    if (!v || !*v)
-        v = def;
-    if (strlen(v) >= outsz) {
-        warnf(p, name, v, "too long");
-        v = def;
-    }
-    snprintf(out, outsz, "%s", v);
-}
-
-/* A size in bytes: a whole number with an optional binary suffix K, M, G
- * or T (case-insensitive; "KiB"/"KB"/"K" alike). */
-static unsigned long long get_size(struct parse_ctx *p, const char *name,
-                                   unsigned long long def,
-                                   unsigned long long lo,
-                                   unsigned long long hi)
-{
-    const char *v = p->env(name, p->ctx);
-    unsigned long long n, mul = 1;
-    char *end;
-
-    if (!v || !*v)
-        return def;
-    errno = 0;
-    n = strtoull(v, &end, 10);
-    if (errno || end == v || strchr(v, '-')) {
-        warnf(p, name, v, "not a size (bytes, or a number with K, M, G or T)");
-        return def;
-    }
-    switch (*end) {
-    case 'k': case 'K': mul = 1ULL << 10; end++; break;
-    case 'm': case 'M': mul = 1ULL << 20; end++; break;
-    case 'g': case 'G': mul = 1ULL << 30; end++; break;
-    case 't': case 'T': mul = 1ULL << 40; end++; break;
-    default: break;
-    }
-    if (mul > 1 && (*end == 'i' || *end == 'I'))
-        end++;
-    if (mul > 1 && (*end == 'b' || *end == 'B'))
-        end++;
-    if (*end) {
-        warnf(p, name, v, "not a size (bytes, or a number with K, M, G or T)");
-        return def;
-    }
-    if (n > hi / mul || n * mul < lo || n * mul > hi) {
-        warnf(p, name, v, "out of range");
-        return def;
-    }
-    return n * mul;
-}
-
-static int get_bool(struct parse_ctx *p, const char *name)
-{
-    const char *v = p->env(name, p->ctx);
-
-    if (!v || !*v || !strcmp(v, "0") || !strcasecmp(v, "false") ||
-        !strcasecmp(v, "no"))
-        return 0;
-    return 1;
-}
-
-static int get_level(struct parse_ctx *p)
-{
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    const char *v = p->env("CODESHIM_LOG", p->ctx);
-    int i;
-
-    if (!v || !*v)
-        return SHIM_LOG_WARN;
-    for (i = 0; i < 4; i++)
-        if (!strcasecmp(v, names[i]))
-            return i;
-    warnf(p, "CODESHIM_LOG", v, "not one of error|warn|info|debug");
-    return SHIM_LOG_WARN;
+    snprintf((char *)c + s->offset, s->size, "%s", v);
 }
 
 /* CODESHIM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/codeshim, else
@@ -157,121 +402,94 @@ static int get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
     return 1;
 }
 
-/* A secret: a bad value is reported by name only, never echoed. */
-static void get_secret(struct parse_ctx *p, const char *name, char *out, size_t outsz)
+/* The default of s into its field. */
+static void set_default(struct shim_config *c, const struct shim_setting *s)
 {
-    const char *v = p->env(name, p->ctx);
+    switch (s->kind) {
+    case SHIM_SET_WORD:
+        word_at(s, 0, (char *)c + s->offset, s->size);
+        break;
+    case SHIM_SET_STR:
+    case SHIM_SET_PATH:
+        store_str(c, s, s->text);
+        break;
+    case SHIM_SET_SECRET:
+    case SHIM_SET_DIR:
+        break;
+    default:
+        store_num(c, s, default_of(s));
+    }
+}
 
-    out[0] = '\0';
+/* A secret: a bad value is reported by name only, never echoed. */
+static void parse_secret(struct parse_ctx *p, struct shim_config *c,
+                         const struct shim_setting *s, const char *v)
+{
+    char msg[128];
+
+    if (((char *)c + s->offset)[0])
+        return; /* an earlier row (CODESHIM_E2B_API_KEY) filled it */
+    if (strlen(v) < s->size) {
+        store_str(c, s, v);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "%s is too long (at most %zu bytes); ignored", s->var,
+             s->size - 1);
+    warn(p, msg);
+}
+
+static void parse_one(struct parse_ctx *p, struct shim_config *c, const struct shim_setting *s)
+{
+    const char *v = p->env(s->var, p->ctx);
+    char why[256];
+    long long n = 0;
+
+    if (s->kind == SHIM_SET_DIR) {
+        c->runtime_dir_default = get_runtime_dir(p, c->runtime_dir, sizeof(c->runtime_dir));
+        return;
+    }
+    if (s->kind != SHIM_SET_SECRET)
+        set_default(c, s);
     if (!v || !*v)
         return;
-    if (strlen(v) >= outsz) {
-        if (p->warn) {
-            char msg[128];
-            snprintf(msg, sizeof(msg), "%s is too long (at most %zu bytes); ignored", name,
-                     outsz - 1);
-            p->warn(msg, p->ctx);
-        }
+    if (s->kind == SHIM_SET_SECRET) {
+        parse_secret(p, c, s, v);
         return;
     }
-    snprintf(out, outsz, "%s", v);
-}
-
-/* The e2b backend's settings; CODESHIM_E2B_API_KEY wins over E2B_API_KEY. */
-static void get_e2b(struct parse_ctx *p, struct shim_config *c)
-{
-    get_secret(p, "CODESHIM_E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
-    if (!c->e2b_api_key[0])
-        get_secret(p, "E2B_API_KEY", c->e2b_api_key, sizeof(c->e2b_api_key));
-    /* unset: "" and the control plane is https://api.<E2B_DOMAIN>, as e2b's
-     * SDKs make it (https://api.e2b.app by default) */
-    get_str(p, "E2B_API_URL", "", c->e2b_api_url, sizeof(c->e2b_api_url));
-    get_str(p, "E2B_DOMAIN", "e2b.app", c->e2b_domain, sizeof(c->e2b_domain));
-    get_str(p, "CODESHIM_E2B_SANDBOX_URL", "", c->e2b_sandbox_url, sizeof(c->e2b_sandbox_url));
-    get_str(p, "CODESHIM_E2B_TEMPLATE", "code-interpreter-v1", c->e2b_template,
-            sizeof(c->e2b_template));
-    c->e2b_internet = get_bool(p, "CODESHIM_E2B_INTERNET");
-}
-
-/* CODESHIM_SESSIOND: an absolute path only; a relative one would depend on
- * whatever directory the program is in when a session starts. */
-static void get_sessiond(struct parse_ctx *p, char *out, size_t outsz)
-{
-    get_str(p, "CODESHIM_SESSIOND", "", out, outsz);
-    if (out[0] && out[0] != '/') {
-        warnf(p, "CODESHIM_SESSIOND", out, "not an absolute path");
-        out[0] = '\0';
+    if (shim_setting_check(s, v, why, sizeof(why)) < 0) {
+        warn(p, why);
+        if (s->kind == SHIM_SET_WORD && s->bad_is_error)
+            store_str(c, s, "");
+        return;
     }
+    if ((s->kind == SHIM_SET_STR || s->kind == SHIM_SET_PATH) && strlen(v) >= s->size) {
+        snprintf(why, sizeof(why), "%s=%.64s...: too long (at most %zu bytes); using the "
+                 "default", s->var, v, s->size - 1);
+        warn(p, why);
+        return;
+    }
+    judge(s, v, &n);
+    if (s->kind == SHIM_SET_STR || s->kind == SHIM_SET_PATH)
+        store_str(c, s, v);
+    else if (s->kind == SHIM_SET_WORD) /* the word as the table spells it */
+        word_at(s, n, (char *)c + s->offset, s->size);
+    else
+        store_num(c, s, n);
 }
 
-/* Worker threads for intercepted multi transfers: two per online core
- * (they mostly wait on the model), within 2..64. */
-static long long default_inflight(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    if (n < 1)
-        n = 1;
-    return n > 32 ? 64 : 2 * n;
-}
-
-void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
+void shim_config_parse(struct shim_config *c, shim_env_fn env, shim_warn_fn warn_fn,
                        void *ctx)
 {
     memset(c, 0, sizeof(*c));
-    shim_config_fill(c, env, warn, ctx);
+    shim_config_fill(c, env, warn_fn, ctx);
 }
 
-void shim_config_fill(struct shim_config *c, shim_env_fn env, shim_warn_fn warn,
+void shim_config_fill(struct shim_config *c, shim_env_fn env, shim_warn_fn warn_fn,
                       void *ctx)
 {
-    struct parse_ctx p = {env, warn, ctx};
+    struct parse_ctx p = {env, warn_fn, ctx};
+    size_t i;
 
-    c->disabled = get_bool(&p, "CODESHIM_DISABLE");
-    c->max_loops = (int)get_num(&p, "CODESHIM_MAX_LOOPS", 10, 1, 1000);
-    c->exec_timeout_s = (int)get_num(&p, "CODESHIM_EXEC_TIMEOUT", 60, 1, 86400);
-    c->output_cap =
-        (size_t)get_num(&p, "CODESHIM_OUTPUT_CAP", 20000, 256, 10 << 20);
-    c->max_request = (size_t)get_num(&p, "CODESHIM_MAX_REQUEST", 32 << 20,
-                                     4096, 1LL << 30);
-    c->max_response = (size_t)get_num(&p, "CODESHIM_MAX_RESPONSE", 64 << 20,
-                                      4096, 1LL << 30);
-    c->log_level = get_level(&p);
-    get_str(&p, "CODESHIM_LOG_FILE", "", c->log_file, sizeof(c->log_file));
-    get_str(&p, "CODESHIM_PYTHON", "/usr/bin/python3", c->python,
-            sizeof(c->python));
-    get_str(&p, "CODESHIM_SANDBOX", "local", c->sandbox, sizeof(c->sandbox));
-    get_str(&p, "TMPDIR", "/tmp", c->tmpdir, sizeof(c->tmpdir));
-    c->offline = get_bool(&p, "CODESHIM_OFFLINE");
-    get_str(&p, "CODESHIM_RECORD", "", c->record_dir, sizeof(c->record_dir));
-    get_str(&p, "CODESHIM_REPLAY", "", c->replay_dir, sizeof(c->replay_dir));
-    get_str(&p, "CODESHIM_TRACE", "", c->trace_file, sizeof(c->trace_file));
-    c->session_ttl_s = (int)get_num(&p, "CODESHIM_SESSION_TTL", 900, 1, SHIM_SESSION_TTL_MAX);
-    c->session_cap = (int)get_num(&p, "CODESHIM_SESSION_CAP", 10, 1, 1000);
-    c->runtime_dir_default = get_runtime_dir(&p, c->runtime_dir, sizeof(c->runtime_dir));
-    get_sessiond(&p, c->sessiond, sizeof(c->sessiond));
-    c->memory_limit = get_size(&p, "CODESHIM_MEMORY", 1ULL << 30, 64ULL << 20,
-                               1ULL << 40);
-    c->procs_limit = (int)get_num(&p, "CODESHIM_PROCS", 256, 16, 65536);
-    c->file_size_limit = get_size(&p, "CODESHIM_FILE_SIZE", 512ULL << 20,
-                                  1ULL << 20, 1ULL << 40);
-    c->disk_limit = get_size(&p, "CODESHIM_DISK", 1ULL << 30, 1ULL << 20,
-                             1ULL << 40);
-    c->inodes_limit = (unsigned long long)get_num(&p, "CODESHIM_INODES", 65536,
-                                                  256, 1 << 24);
-    c->open_files_limit =
-        (int)get_num(&p, "CODESHIM_OPEN_FILES", 1024, 64, 1 << 20);
-    c->cpu_time_s = (int)get_num(&p, "CODESHIM_CPU_TIME", 3600, 1, 7 * 86400);
-    c->unsafe_no_isolation = get_bool(&p, "CODESHIM_UNSAFE_NO_ISOLATION");
-    get_str(&p, "CODESHIM_BWRAP", "/usr/bin/bwrap", c->bwrap, sizeof(c->bwrap));
-    c->warm_spare = (int)get_num(&p, "CODESHIM_WARM_SPARE", 1, 0, 1);
-    c->fork_server = (int)get_num(&p, "CODESHIM_FORK_SERVER", 1, 0, 1);
-    get_str(&p, "CODESHIM_PRELOAD_MODULES", "numpy,pandas,matplotlib.pyplot",
-            c->preload_modules, sizeof(c->preload_modules));
-    get_e2b(&p, c);
-    c->file_max = get_size(&p, "CODESHIM_FILE_MAX", 100ULL << 20, 1ULL << 10, 2ULL << 30);
-    c->files_disk = get_size(&p, "CODESHIM_FILES_DISK", 1ULL << 30, 1ULL << 20, 1ULL << 40);
-    c->container_minutes = (int)get_num(&p, "CODESHIM_CONTAINER_MINUTES", 20, 1, 7 * 1440);
-    get_str(&p, "CODESHIM_CONFIG", "", c->config_file, sizeof(c->config_file));
-    c->max_inflight = (int)get_num(&p, "CODESHIM_MAX_INFLIGHT", default_inflight(), 1, 1024);
+    for (i = 0; i < shim_nsettings; i++)
+        parse_one(&p, c, &shim_settings[i]);
 }

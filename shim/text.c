@@ -1,6 +1,7 @@
 /* text.c - see text.h. */
 #include "text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -126,4 +127,34 @@ int shim_text_hexval(char c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+size_t shim_text_distance(const char *a, const char *b, size_t max)
+{
+    size_t la = strlen(a), lb = strlen(b), i, j, row[65];
+
+    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > max)
+        return max + 1;
+    for (j = 0; j <= lb; j++)
+        row[j] = j;
+    for (i = 1; i <= la; i++) {
+        size_t diag = row[0], best;
+
+        row[0] = i;
+        best = row[0];
+        for (j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t sub = diag + (tolower((unsigned char)a[i - 1]) !=
+                                 tolower((unsigned char)b[j - 1]));
+            size_t v = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+
+            row[j] = v < sub ? v : sub;
+            diag = up;
+            if (row[j] < best)
+                best = row[j];
+        }
+        if (best > max)
+            return max + 1;
+    }
+    return row[lb] > max ? max + 1 : row[lb];
 }

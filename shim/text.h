@@ -33,4 +33,9 @@ void shim_text_hex(const unsigned char *in, size_t n, char *out);
  * longer than 255 bytes, not valid UTF-8, or holds a control character. */
 int shim_text_safe_filename(const char *in, char *out, size_t outsz);
 
+/* The edit distance (insertions, deletions, substitutions; ASCII case
+ * ignored) between a and b, or max + 1 when it exceeds max or either is
+ * longer than 64 bytes: for "did you mean" hints. Linear in memory. */
+size_t shim_text_distance(const char *a, const char *b, size_t max);
+
 #endif

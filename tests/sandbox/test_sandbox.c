@@ -828,7 +828,7 @@ static void test_config_limits(void **state)
         "CODESHIM_MEMORY", "1M", "CODESHIM_PROCS", "3",
         "CODESHIM_FILE_SIZE", "12X", "CODESHIM_DISK", "-5G",
         "CODESHIM_CPU_TIME", "0", "CODESHIM_UNSAFE_NO_ISOLATION", "0",
-        "CODESHIM_WARM_SPARE", "yes", NULL};
+        "CODESHIM_WARM_SPARE", "maybe", NULL};
     struct shim_config c;
     int warnings = 0;
 

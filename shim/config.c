@@ -313,9 +313,9 @@ static int build_named(const struct shim_confile_sandbox *s, struct named *out, 
     shim_config_parse(&out->cfg, overlay_env, overlay_warn, &o);
     default_sessiond(&out->cfg);
     backend = out->cfg.sandbox;
-    if (!o.error[0] && strcmp(backend, "local") && strcmp(backend, "e2b"))
+    if (!backend[0]) /* settings.c left a bad backend empty: say which it was */
         snprintf(o.error, sizeof(o.error), "line %d: backend \"%.32s\" is not one of local, e2b",
-                 s->line, backend);
+                 s->line, shim_confile_get(s, "backend") ? shim_confile_get(s, "backend") : "");
     if (!o.error[0] && !strcmp(backend, "e2b") && !out->cfg.e2b_api_key[0])
         snprintf(o.error, sizeof(o.error), "line %d: an e2b sandbox needs api_key (or "
                  "E2B_API_KEY in the environment)", s->line);

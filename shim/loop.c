@@ -45,6 +45,7 @@ struct run {
     int executed;
     int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
+    cJSON *calls; /* each call so far as a cassette matches on it (match.h) */
     char id[32]; /* request id in traces */
     char identity[65]; /* whose sessions and continuations (store.h) */
 };
@@ -89,6 +90,22 @@ static int open_box(struct run *r)
         shim_files_place(&r->files, r->cfg, r->identity, r->box, &r->in);
     }
     return rc;
+}
+
+/* The call as a cassette matches on it: the model's code (or arguments)
+ * and what the sandbox gave, never codeshim's own notes about it. */
+static void note_call(struct run *r, const struct shim_call *c)
+{
+    cJSON *o;
+
+    if (!r->calls && !(r->calls = cJSON_CreateArray()))
+        return;
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "code", c->code ? c->code : c->arguments ? c->arguments : "");
+    cJSON_AddStringToObject(o, "status", c->skipped ? "skipped" : c->status ? c->status : "");
+    if (c->executed && c->res.logs)
+        cJSON_AddStringToObject(o, "logs", c->res.logs);
+    cJSON_AddItemToArray(r->calls, o);
 }
 
 /* Runs one call of codeshim's tool; every outcome becomes tool output.
@@ -145,6 +162,7 @@ static void run_call(struct run *r, struct shim_call *c)
     if (r->streaming)
         shim_stream_exec_end(&r->st, c);
     shim_trace_exec(r->id, c);
+    note_call(r, c);
 }
 
 /* A call over the cap: never run; the model is told why. */
@@ -157,6 +175,7 @@ static void skip_call(struct run *r, struct shim_call *c)
              "Answer with the results you already have.", r->cv.max_exec);
     c->skipped = 1;
     c->output = strdup(msg);
+    note_call(r, c);
 }
 
 static CURLcode oom(struct run *r)
@@ -405,6 +424,7 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
     }
     shim_http_reply_free(rep);
     r->turns++;
+    shim_upstream_set_match(u, r->req, r->calls);
     *rc = post(r, u, body, rep, errbuf);
     free(body);
     if (r->sink.rc != CURLE_OK) { /* the program stopped reading the stream */
@@ -652,6 +672,7 @@ out:
     shim_files_inputs_free(&r.in);
     shim_session_close(r.box);
     shim_conv_free(&r.cv);
+    cJSON_Delete(r.calls);
     cJSON_Delete(up);
     return rc;
 }

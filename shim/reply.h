@@ -13,6 +13,8 @@ struct shim_http_reply {
     struct shim_buf head; /* final response's status line + headers + CRLF */
     struct shim_buf body; /* decoded body */
     double seconds;
+    char source[160]; /* where it came from, for logs and traces: "network",
+                         "offline", "replay", "cassette PATH #N" */
 };
 
 /* Empties r: head capped at head_cap bytes, body at body_cap. */

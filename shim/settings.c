@@ -56,6 +56,13 @@ const struct shim_setting shim_settings[] = {
      "save each upstream exchange in this directory"},
     {"CODESHIM_REPLAY", SHIM_SET_STR, F(replay_dir), 0, 0, 0, "", 0, 0,
      "answer upstream calls from this directory; no network"},
+    {"CODESHIM_CASSETTE", SHIM_SET_STR, F(cassette), 0, 0, 0, "", 0, 0,
+     "a cassette (file or folder) of upstream exchanges to replay and record"},
+    {"CODESHIM_RECORD_MODE", SHIM_SET_WORD, F(record_mode), 0, 0, 0, "once|new|none|all", 0, 0,
+     "once: record only into a new cassette; new: record what is missing; none: replay only; "
+     "all: record everything"},
+    {"CODESHIM_MATCH_IGNORE", SHIM_SET_STR, F(match_ignore), 0, 0, 0, "", 0, 0,
+     "request fields a cassette does not match on (comma-separated dot paths)"},
     {"CODESHIM_TRACE", SHIM_SET_STR, F(trace_file), 0, 0, 0, "", 0, 0,
      "append JSON Lines trace events to this file"},
     {"CODESHIM_SESSION_TTL", SHIM_SET_NUM, F(session_ttl_s), 900, 1, SHIM_SESSION_TTL_MAX,

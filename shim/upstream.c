@@ -7,6 +7,7 @@
 #include "guard.h"
 #include "json.h"
 #include "log.h"
+#include "match.h"
 #include "offline.h"
 #include "sse.h"
 
@@ -53,6 +54,8 @@ struct shim_upstream {
     struct shim_sse sse;
     shim_upstream_event_fn fn;
     void *fn_ctx;
+    int keep_stream;  /* a stream's bytes are kept in the reply: recording */
+    cJSON *match;     /* what a cassette matches the next call on (match.h) */
 };
 
 static int is_sse_type(const char *ct)
@@ -77,7 +80,7 @@ static int stream_bytes(struct shim_upstream *u, const char *p, size_t n)
         return -1;
     }
     u->stotal += n;
-    if (u->cfg->record_dir[0] && shim_buf_add(&u->cur->body, p, n)) {
+    if (u->keep_stream && shim_buf_add(&u->cur->body, p, n)) {
         u->swhy = SW_TOTAL;
         return -1;
     }
@@ -225,6 +228,7 @@ static CURLcode offline_post(struct shim_upstream *u, const char *body, size_t l
     char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
 
     (void)errbuf;
+    snprintf(r->source, sizeof(r->source), "offline");
     if (text)
         shim_http_reply_local(r, 200, text);
     else
@@ -245,8 +249,10 @@ static CURLcode replay_post(struct shim_upstream *u, const char *body, size_t le
     (void)errbuf;
     shim_cassette_key(u->url, body, len, key, &occ);
     rc = shim_cassette_load(u->cfg->replay_dir, key, occ, r, u->max_response);
-    if (rc == 0)
+    if (rc == 0) {
+        snprintf(r->source, sizeof(r->source), "replay %.140s", u->cfg->replay_dir);
         return CURLE_OK;
+    }
     shim_http_reply_init(r, HEAD_CAP, u->max_response);
     LOG_ERR("replay: no recorded exchange %s (occurrence %d) in %s", key, occ,
             u->cfg->replay_dir);
@@ -293,6 +299,7 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
     CURLcode rc;
 
     u->cur = r;
+    snprintf(r->source, sizeof(r->source), "network");
     shim_guard_enter();
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
@@ -335,11 +342,9 @@ static CURLcode network_post_stream(struct shim_upstream *u, const char *body, s
 }
 
 /* A recorded stream is parsed from the file as the network's would be. */
-static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, size_t len,
-                                   struct shim_http_reply *r, char *errbuf)
+static CURLcode feed_recorded(struct shim_upstream *u, CURLcode rc, struct shim_http_reply *r,
+                              char *errbuf)
 {
-    CURLcode rc = replay_post(u, body, len, r, errbuf);
-
     if (rc != CURLE_OK || r->status < 200 || r->status >= 300 || !is_sse_type(r->content_type))
         return rc;
     u->smode = SM_SSE;
@@ -356,15 +361,118 @@ static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, si
     return CURLE_OK;
 }
 
+static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                   struct shim_http_reply *r, char *errbuf)
+{
+    return feed_recorded(u, replay_post(u, body, len, r, errbuf), r, errbuf);
+}
+
+/* CODESHIM_CASSETTE: replay what matches; past that, by the record mode,
+ * ask the network and record its answer, or answer the near miss. */
+static void cassette_miss(struct shim_upstream *u, const char *why, struct shim_http_reply *r)
+{
+    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
+    char msg[900], *text;
+
+    snprintf(msg, sizeof(msg), "codeshim cassette (record mode %s): %s", u->cfg->record_mode,
+             why);
+    LOG_ERR("%s", msg);
+    cJSON_AddStringToObject(o, "message", msg);
+    cJSON_AddStringToObject(o, "type", "codeshim_replay_miss");
+    cJSON_AddNullToObject(o, "param");
+    cJSON_AddStringToObject(o, "code", "replay_miss");
+    text = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    shim_http_reply_init(r, HEAD_CAP, u->max_response);
+    shim_http_reply_local(r, 500, text ? text : "{\"error\":{\"message\":\"codeshim "
+                                                "cassette miss\",\"type\":\"codeshim_replay_"
+                                                "miss\",\"param\":null,\"code\":null}}");
+    free(text);
+}
+
+static CURLcode cassette_call(struct shim_upstream *u, const char *body, size_t len,
+                              struct shim_http_reply *r, char *errbuf, int stream)
+{
+    const char *path = u->cfg->cassette, *mode = u->cfg->record_mode;
+    char why[700];
+    int idx = 0, rc = -ENOENT, all = !strcmp(mode, "all");
+    int may_record = all || !strcmp(mode, "new") ||
+                     (!strcmp(mode, "once") && !shim_cassette_existed(path));
+    CURLcode crc;
+
+    if (!u->match && !(u->match = shim_match_doc(NULL, NULL, NULL)))
+        return CURLE_OUT_OF_MEMORY;
+    if (!all)
+        rc = shim_cassette_find(path, u->url, u->match, r, u->max_response, &idx, why,
+                                sizeof(why));
+    if (rc == 0) {
+        snprintf(r->source, sizeof(r->source), "cassette %.120s #%d", path, idx);
+        LOG_INFO("upstream call answered from the cassette %s, exchange %d", path, idx);
+        return stream ? feed_recorded(u, CURLE_OK, r, errbuf) : CURLE_OK;
+    }
+    if (rc == -EPROTO || !may_record) {
+        cassette_miss(u, why, r);
+        return CURLE_OK;
+    }
+    u->keep_stream = 1;
+    crc = stream ? network_post_stream(u, body, len, r, errbuf)
+                 : network_post(u, body, len, r, errbuf);
+    u->keep_stream = u->cfg->record_dir[0] != '\0';
+    if (crc != CURLE_OK)
+        return crc;
+    if ((rc = shim_cassette_add(path, u->url, u->match, body, len, r, &idx)) < 0)
+        LOG_WARN("cassette %s: cannot record the exchange: %s", path, strerror(-rc));
+    else {
+        snprintf(r->source, sizeof(r->source), "network, recorded as cassette %.100s #%d",
+                 path, idx);
+        LOG_INFO("upstream call recorded in the cassette %s as exchange %d", path, idx);
+    }
+    return CURLE_OK;
+}
+
+static CURLcode cassette_post(struct shim_upstream *u, const char *body, size_t len,
+                              struct shim_http_reply *r, char *errbuf)
+{
+    return cassette_call(u, body, len, r, errbuf, 0);
+}
+
+static CURLcode cassette_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                     struct shim_http_reply *r, char *errbuf)
+{
+    return cassette_call(u, body, len, r, errbuf, 1);
+}
+
 static const struct transport network = {"network", network_post, network_post_stream};
 static const struct transport offline = {"offline", offline_post, NULL};
 static const struct transport replay = {"replay", replay_post, replay_post_stream};
+static const struct transport cassette = {"cassette", cassette_post, cassette_post_stream};
 
 static const struct transport *choose(const struct shim_config *cfg)
 {
     if (cfg->offline)
         return &offline;
+    if (cfg->cassette[0])
+        return &cassette;
     return cfg->replay_dir[0] ? &replay : &network;
+}
+
+/* A cassette that replays only needs no network handle. */
+static int needs_network(const struct shim_upstream *u)
+{
+    if (u->t == &network)
+        return 1;
+    if (u->t != &cassette)
+        return 0;
+    return strcmp(u->cfg->record_mode, "none") &&
+           (strcmp(u->cfg->record_mode, "once") || !shim_cassette_existed(u->cfg->cassette));
+}
+
+void shim_upstream_set_match(struct shim_upstream *u, const cJSON *req, const cJSON *calls)
+{
+    if (u->t != &cassette)
+        return;
+    cJSON_Delete(u->match);
+    u->match = shim_match_doc(req, calls, u->cfg->match_ignore);
 }
 
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
@@ -382,11 +490,12 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     u->max_response = u->cfg->max_response;
     u->url = strdup(v->url ? v->url : "");
     u->t = choose(u->cfg);
+    u->keep_stream = u->cfg->record_dir[0] != '\0';
     if (!u->url) {
         free(u);
         return -ENOMEM;
     }
-    if (u->t != &network) { /* no handle: nothing goes on the network */
+    if (!needs_network(u)) { /* no handle: nothing goes on the network */
         *out = u;
         return 0;
     }
@@ -467,7 +576,7 @@ CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max
 
     shim_http_reply_init(r, HEAD_CAP, max);
     errbuf[0] = '\0';
-    if (u->t != &network) {
+    if (!u->h) {
         shim_http_reply_local(r, 404, "{\"error\":{\"message\":\"codeshim is offline or "
                                       "replaying: no Files API to fetch from\",\"type\":"
                                       "\"invalid_request_error\",\"param\":null,\"code\":null}}");
@@ -539,6 +648,7 @@ void shim_upstream_close(struct shim_upstream *u)
     if (u->headers)
         u->api->slist_free_all(u->headers);
     shim_guard_leave();
+    cJSON_Delete(u->match);
     free(u->url);
     free(u);
 }

@@ -242,3 +242,8 @@ def test_trace_says_where_each_exchange_came_from(fake, tmp_path):
     assert sources == ["network, recorded as cassette %s #1" % cas,
                        "network, recorded as cassette %s #2" % cas,
                        "cassette %s #1" % cas, "cassette %s #2" % cas], sources
+    rc, out, err = run([REPO / "build" / "codeshim", "trace", trace], preload=False)
+    assert rc == 0, err
+    assert ("upstream turn 1 answered by cassette %s #1" % cas).encode() in out, out
+    assert ("upstream turn 2 answered by network, recorded as cassette %s #2" % cas).encode() \
+        in out, out

@@ -23,5 +23,8 @@ void shim_http_reply_free(struct shim_http_reply *r);
 /* Fills r with an HTTP/1.1 JSON answer codeshim makes itself (offline
  * answers, replay misses): status, content type, head and body. */
 void shim_http_reply_local(struct shim_http_reply *r, long status, const char *json);
+/* Adds one header line ("Retry-After: 2") to the head of a reply
+ * codeshim made. */
+void shim_http_reply_header(struct shim_http_reply *r, const char *line);
 
 #endif

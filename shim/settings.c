@@ -63,6 +63,8 @@ const struct shim_setting shim_settings[] = {
      "all: record everything"},
     {"CODESHIM_MATCH_IGNORE", SHIM_SET_STR, F(match_ignore), 0, 0, 0, "", 0, 0,
      "request fields a cassette does not match on (comma-separated dot paths)"},
+    {"CODESHIM_SCRIPT", SHIM_SET_STR, F(script), 0, 0, 0, "", 0, 0,
+     "a YAML script of the model's answers: a deterministic model for tests"},
     {"CODESHIM_TRACE", SHIM_SET_STR, F(trace_file), 0, 0, 0, "", 0, 0,
      "append JSON Lines trace events to this file"},
     {"CODESHIM_SESSION_TTL", SHIM_SET_NUM, F(session_ttl_s), 900, 1, SHIM_SESSION_TTL_MAX,

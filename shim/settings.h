@@ -31,6 +31,7 @@ struct shim_config {
     char cassette[SHIM_PATH_MAX];   /* CODESHIM_CASSETTE (cassette.h) */
     char record_mode[8];            /* CODESHIM_RECORD_MODE: once|new|none|all */
     char match_ignore[1024];        /* CODESHIM_MATCH_IGNORE (match.h) */
+    char script[SHIM_PATH_MAX];     /* CODESHIM_SCRIPT (script.h) */
     int session_ttl_s;             /* CODESHIM_SESSION_TTL: idle seconds */
     int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
     char runtime_dir[SHIM_PATH_MAX]; /* session store (see store.h) */

@@ -9,13 +9,18 @@
 #include "log.h"
 #include "match.h"
 #include "offline.h"
+#include "script.h"
+#include "store.h"
+#include "yamljson.h"
 #include "sse.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define HEAD_CAP (256 * 1024)
 
@@ -442,7 +447,148 @@ static CURLcode cassette_post_stream(struct shim_upstream *u, const char *body, 
     return cassette_call(u, body, len, r, errbuf, 1);
 }
 
+/* ---- CODESHIM_SCRIPT: the scripted model (script.h) ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    int loaded;
+    struct shim_script *s;
+    char err[512];
+} g_script = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, ""};
+
+#define SCRIPT_MAX_BYTES (4u << 20)
+
+/* The script, read and parsed once per process (lock held). */
+static struct shim_script *script_load(const char *path)
+{
+    char *text = NULL, why[400] = "";
+    size_t len = 0;
+    cJSON *doc = NULL;
+    int rc;
+
+    if (g_script.loaded)
+        return g_script.s;
+    g_script.loaded = 1;
+    rc = shim_store_read_all(path, SCRIPT_MAX_BYTES, &text, &len);
+    if (rc < 0)
+        snprintf(why, sizeof(why), "cannot read it: %s", strerror(-rc));
+    else if (!(doc = shim_yaml_to_json(text, len, why, sizeof(why))))
+        ;
+    else if (shim_script_parse(doc, &g_script.s, why, sizeof(why)) < 0)
+        g_script.s = NULL;
+    free(text);
+    cJSON_Delete(doc);
+    if (!g_script.s) {
+        snprintf(g_script.err, sizeof(g_script.err), "CODESHIM_SCRIPT=%.128s: %s", path, why);
+        LOG_ERR("%s", g_script.err);
+    }
+    return g_script.s;
+}
+
+/* An OpenAI-shaped error answer of codeshim's or of the script's. */
+static void error_reply(struct shim_http_reply *r, long status, const char *type,
+                        const char *code, const char *message)
+{
+    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
+    char *text;
+
+    cJSON_AddStringToObject(o, "message", message);
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddNullToObject(o, "param");
+    if (code)
+        cJSON_AddStringToObject(o, "code", code);
+    else
+        cJSON_AddNullToObject(o, "code");
+    text = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    shim_http_reply_local(r, status, text ? text : "{}");
+    free(text);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&t, &t) < 0 && errno == EINTR)
+        ;
+}
+
+/* A turn that fails: an error status (with Retry-After), or a cut. */
+static CURLcode script_fail(const struct shim_script_turn *t, size_t i,
+                            struct shim_http_reply *r, char *errbuf)
+{
+    char line[64];
+
+    if (t->cut) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "codeshim script: turn %zu cuts the connection", i + 1);
+        return CURLE_PARTIAL_FILE;
+    }
+    error_reply(r, t->status, t->status == 429 ? "requests" : t->status >= 500
+                ? "server_error" : "invalid_request_error",
+                t->status == 429 ? "rate_limit_exceeded" : NULL,
+                t->error ? t->error : "codeshim script: an error answer");
+    if (t->retry_after >= 0) {
+        snprintf(line, sizeof(line), "Retry-After: %ld", t->retry_after);
+        shim_http_reply_header(r, line);
+    }
+    return CURLE_OK;
+}
+
+static CURLcode script_post(struct shim_upstream *u, const char *body, size_t len,
+                            struct shim_http_reply *r, char *errbuf)
+{
+    cJSON *req = shim_json_parse(body, len), *rep = NULL;
+    const struct shim_script_turn *t = NULL;
+    struct shim_script *s;
+    char user[2048], msg[2400];
+    size_t i = 0;
+    int rc = -ENOENT;
+    char *text;
+
+    shim_offline_user_text(req, u->kind, user, sizeof(user));
+    pthread_mutex_lock(&g_script.lock);
+    s = script_load(u->cfg->script);
+    if (s && (rc = shim_script_take(s, user, &i)) == 0)
+        t = &s->turns[i]; /* the script lives as long as the process */
+    pthread_mutex_unlock(&g_script.lock);
+    if (!t) {
+        if (!s)
+            snprintf(msg, sizeof(msg), "codeshim script: %s", g_script.err);
+        else
+            snprintf(msg, sizeof(msg), "codeshim script: no turn is left for this request "
+                     "(%zu turns, each taken or not matching the last user text \"%.200s\")",
+                     s->n, user);
+        if (s)
+            LOG_ERR("%s", msg);
+        error_reply(r, 500, "codeshim_script", "script_miss", msg);
+        cJSON_Delete(req);
+        return CURLE_OK;
+    }
+    snprintf(r->source, sizeof(r->source), "script %.130s #%zu", u->cfg->script, i + 1);
+    LOG_INFO("upstream call answered by turn %zu of the script %s", i + 1, u->cfg->script);
+    if (t->delay_ms)
+        sleep_ms(t->delay_ms);
+    if (t->status || t->cut) {
+        cJSON_Delete(req);
+        return script_fail(t, i, r, errbuf);
+    }
+    {
+        struct shim_offline_turn ot = {t->codes, t->say, t->call_name, t->call_args};
+        rep = req ? shim_offline_shape(u->kind, req, &ot) : NULL;
+    }
+    text = rep ? cJSON_PrintUnformatted(rep) : NULL;
+    if (text)
+        shim_http_reply_local(r, 200, text);
+    else
+        error_reply(r, 500, "server_error", NULL, "codeshim script: out of memory");
+    free(text);
+    cJSON_Delete(rep);
+    cJSON_Delete(req);
+    return CURLE_OK;
+}
+
 static const struct transport network = {"network", network_post, network_post_stream};
+static const struct transport script = {"script", script_post, NULL};
 static const struct transport offline = {"offline", offline_post, NULL};
 static const struct transport replay = {"replay", replay_post, replay_post_stream};
 static const struct transport cassette = {"cassette", cassette_post, cassette_post_stream};
@@ -451,6 +597,8 @@ static const struct transport *choose(const struct shim_config *cfg)
 {
     if (cfg->offline)
         return &offline;
+    if (cfg->script[0])
+        return &script;
     if (cfg->cassette[0])
         return &cassette;
     return cfg->replay_dir[0] ? &replay : &network;

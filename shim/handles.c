@@ -536,6 +536,9 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
     case CURLINFO_REDIRECT_COUNT:
         *(long *)out = 0;
         break;
+    case CURLINFO_RETRY_AFTER:
+        *(curl_off_t *)out = a->retry_after;
+        break;
     default:
         hit = 0;
     }

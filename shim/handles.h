@@ -81,6 +81,7 @@ struct shim_answer_info {
     curl_off_t size_download;
     curl_off_t size_upload;
     long header_size;
+    curl_off_t retry_after; /* Retry-After in seconds (0: none), as libcurl's */
 };
 
 /* Records option opt for h if it is one codeshim needs. create=0 records

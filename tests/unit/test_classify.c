@@ -154,6 +154,72 @@ static void unsupported_requests(void **state)
     assert_null(unsupported("{\"background\":true}", SHIM_API_CHAT, &why)); /* no such field */
 }
 
+static enum shim_pass explain(const char *method, const char *text, size_t max,
+                              struct shim_pass_why *w)
+{
+    return shim_classify_explain(1, method, text, text ? strlen(text) : 0, max, w);
+}
+
+/* Each reason a model-path transfer passes through has its own code and
+ * a line that says it; nothing of the body but a near-miss type. */
+static void pass_reasons(void **state)
+{
+    struct shim_pass_why w;
+    (void)state;
+    assert_int_equal(shim_classify_explain(0, "GET", NULL, 0, 4096, &w), SHIM_PASS_NOT_POST);
+    assert_non_null(strstr(w.text, "GET"));
+    assert_int_equal(explain("PUT", "{}", 4096, &w), SHIM_PASS_NOT_POST);
+    assert_int_equal(explain("POST", NULL, 4096, &w), SHIM_PASS_NO_BODY);
+    assert_int_equal(explain("POST", "", 4096, &w), SHIM_PASS_EMPTY_BODY);
+    assert_int_equal(explain("POST", "{\"tools\":[]}", 5, &w), SHIM_PASS_TOO_LARGE);
+    assert_non_null(strstr(w.text, "CODESHIM_MAX_REQUEST"));
+    assert_int_equal(shim_classify_explain(1, "post", "{\"tools\":[]}", SHIM_BODY_STRING, 5, &w),
+                     SHIM_PASS_TOO_LARGE);
+    assert_int_equal(explain("POST", "code_interpreter?", 4096, &w), SHIM_PASS_NOT_JSON);
+    assert_int_equal(explain("POST", "[1]", 4096, &w), SHIM_PASS_NOT_OBJECT);
+    assert_non_null(strstr(w.text, "an array"));
+    assert_int_equal(explain("POST", "{\"input\":\"secret words\"}", 4096, &w),
+                     SHIM_PASS_NO_TOOLS);
+    assert_null(strstr(w.text, "secret"));
+    assert_int_equal(explain("POST", "{\"tools\":\"code_interpreter\"}", 4096, &w),
+                     SHIM_PASS_TOOLS_NOT_ARRAY);
+    assert_non_null(strstr(w.text, "a string"));
+    assert_int_equal(explain("POST", "{\"tools\":[{\"type\":\"function\"}]}", 4096, &w),
+                     SHIM_PASS_NO_CODE_INTERPRETER);
+    assert_null(strstr(w.text, "did you mean"));
+    assert_int_equal(explain("POST", "{\"tools\":[{\"type\":\"function\"},"
+                                     "{\"type\":\"code_interpeter\"}]}", 4096, &w),
+                     SHIM_PASS_NO_CODE_INTERPRETER);
+    assert_non_null(strstr(w.text, "tools[1] has type \"code_interpeter\"; did you mean"));
+    assert_int_equal(explain("POST", "{\"tools\":[{\"type\":\"Code-Interpreter\"}]}", 4096, &w),
+                     SHIM_PASS_NO_CODE_INTERPRETER);
+    assert_non_null(strstr(w.text, "did you mean"));
+    /* a quote or control character in the near miss is not echoed */
+    assert_int_equal(explain("POST", "{\"tools\":[{\"type\":\"code_interpret\\n\"}]}", 4096, &w),
+                     SHIM_PASS_NO_CODE_INTERPRETER);
+    assert_null(strchr(w.text, '\n'));
+    /* spelt with an escape: the tool is there, the quick scan misses it */
+    assert_int_equal(explain("POST", "{\"tools\":[{\"type\":\"code\\u005finterpreter\"}]}",
+                             4096, &w),
+                     SHIM_PASS_OURS);
+}
+
+static void distances(void **state)
+{
+    (void)state;
+    assert_int_equal(shim_classify_distance("code_interpreter", "code_interpreter", 3), 0);
+    assert_int_equal(shim_classify_distance("code_interpeter", "code_interpreter", 3), 1);
+    assert_int_equal(shim_classify_distance("code_interpretr", "code_interpreter", 3), 1);
+    assert_int_equal(shim_classify_distance("cdoe_interpreter", "code_interpreter", 3), 2);
+    assert_int_equal(shim_classify_distance("kitten", "sitting", 3), 3);
+    assert_int_equal(shim_classify_distance("function", "code_interpreter", 3), 4);
+    assert_int_equal(shim_classify_distance("", "abc", 5), 3);
+    char longer[80];
+    memset(longer, 'a', sizeof(longer) - 1);
+    longer[79] = '\0';
+    assert_int_equal(shim_classify_distance(longer, longer, 3), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +229,8 @@ int main(void)
         cmocka_unit_test(needle_scan_string),
         cmocka_unit_test(body_checks),
         cmocka_unit_test(unsupported_requests),
+        cmocka_unit_test(pass_reasons),
+        cmocka_unit_test(distances),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

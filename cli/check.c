@@ -309,7 +309,7 @@ static void print_limits(const struct shim_config *cfg, const cJSON *rep,
 /* CODESHIM_CONFIG's sandboxes, or why the file cannot be used (-1). */
 static int print_named(void)
 {
-    const char *names[16], *err = shim_config_file_error();
+    const char *names[16], *unusable[16], *err = shim_config_file_error();
     int sel[16];
     size_t n, i, def;
 
@@ -318,10 +318,11 @@ static int print_named(void)
         printf("\nresult: requests that would run code get this error\n");
         return -1;
     }
-    n = shim_config_sandbox_list(names, sel, 16, &def);
+    n = shim_config_sandbox_list(names, sel, unusable, 16, &def);
     for (i = 0; i < n && i < 16; i++)
-        row(i ? "" : "named sandboxes", "%s%s%s", names[i], i == def ? " (default)" : "",
-            sel[i] ? "" : " (not selectable by requests)");
+        row(i ? "" : "named sandboxes", "%s%s%s%s%s", names[i], i == def ? " (default)" : "",
+            sel[i] ? "" : " (not selectable by requests)", unusable[i] ? " UNUSABLE: " : "",
+            unusable[i] ? unusable[i] : "");
     if (n)
         printf("  (the checks below use the environment's settings)\n");
     return 0;

@@ -121,9 +121,9 @@ deps:
 print-libs:
 	@echo $(LIBS)
 
+# demo.sh builds `all` itself, quietly (the output only on failure).
 demo: deps
-	@$(MAKE) --no-print-directory all
-	@scripts/demo.sh
+	@MAKE="$(MAKE)" scripts/demo.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all

@@ -635,3 +635,70 @@ def test_trace_usage_errors_are_2(args):
     rc, _, err = cs("trace", *args)
     assert rc == 2
     assert "usage: codeshim trace" in err or "more than one FILE" in err
+
+
+# ------------------------------------------------ install, manual, README
+
+def test_install_and_uninstall_honour_prefix_and_destdir(tmp_path):
+    dest, prefix = tmp_path / "dest", "/opt/cs"
+    make = ["make", "-s", "--no-print-directory", "-C", REPO,
+            "DESTDIR=%s" % dest, "PREFIX=%s" % prefix]
+    rc, _, err = run(make + ["install"], preload=False, timeout=300)
+    assert rc == 0, err
+    root = dest / prefix.lstrip("/")
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files == ["bin/codeshim", "lib/codeshim/codeshim-sessiond",
+                     "lib/codeshim/libcodeshim.so", "share/man/man1/codeshim.1"]
+    rc, out, err = cs("--", ENV_PROG, launcher=root / "bin" / "codeshim")
+    assert rc == 0 and "LD_PRELOAD=%s/lib/codeshim/libcodeshim.so" % root in out, err
+    (root / "bin" / "other").write_text("not codeshim's\n")
+    rc, _, err = run(make + ["uninstall"], preload=False)
+    assert rc == 0 and err == b"", err
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert left == ["bin/other"]
+    assert not (root / "lib" / "codeshim").exists()
+    rc, _, err = run(make + ["uninstall"], preload=False)   # twice: nothing to do
+    assert rc == 0 and err == b"", err
+
+
+def readme():
+    return (REPO / "README.md").read_text()
+
+
+def man_section(title):
+    text = (REPO / "doc" / "codeshim.1").read_text()
+    start = text.index(".SH %s\n" % title)
+    return text[start:text.index("\n.SH ", start + 1)]
+
+
+def test_man_page_documents_every_setting_of_the_readme_table():
+    table = readme().split("## Configuration")[1].split("\n## ")[0]
+    names = set()
+    for line in table.splitlines():
+        m = re.match(r"\| `([A-Z0-9_]+)`(?: / `([A-Z0-9_]+)`)? \|", line)
+        if m:
+            names.update(n for n in m.groups() if n)
+    assert len(names) > 40
+    env = man_section("ENVIRONMENT")
+    entries = set(re.findall(r"^\.TP\n\.BR? ([A-Z0-9_]+)(?: \", \" ([A-Z0-9_]+))?", env, re.M))
+    documented = {n for pair in entries for n in pair if n}
+    assert sorted(names - documented) == []
+
+
+def test_man_page_documents_the_config_file_format():
+    keys = re.search(r"Settings: (.*?); each takes", readme(), re.S).group(1)
+    keys = re.findall(r"`([a-z_]+)`", re.sub(r"\([^)]*\)", "", keys))  # not (`local`, ...)
+    assert "selectable" in keys and len(keys) == 20
+    sect = man_section("NAMED SANDBOXES")
+    for k in keys:
+        assert re.search(r"^\.B %s$" % k, sect, re.M), k
+    assert "os.environ/" in sect and "default: small" in sect
+
+
+def test_readme_names_help_version_man_and_install():
+    text = readme()
+    for s in ("codeshim --help", "codeshim --version", "man doc/codeshim.1", "man codeshim",
+              "make install", "make uninstall"):
+        assert s in text, s
+    first = text.splitlines()[:3]
+    assert first[1].startswith("make demo") and first[2].startswith("make test")

@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,53 +37,52 @@ int cli_reach_resolve(const char *prog, const char *path_env, char *out, size_t 
     return -ENOENT;
 }
 
+/* An n-byte (2, 4 or 8) field of this machine's byte order at p. */
+static unsigned long long field(const unsigned char *p, size_t n)
+{
+    uint16_t v2;
+    uint32_t v4;
+    uint64_t v8;
+
+    if (n == 2) {
+        memcpy(&v2, p, 2);
+        return v2;
+    }
+    if (n == 4) {
+        memcpy(&v4, p, 4);
+        return v4;
+    }
+    memcpy(&v8, p, 8);
+    return v8;
+}
+
 /* 1: an ELF executable of this machine's byte order without PT_INTERP;
- * 0: one with it, or not ELF, or unreadable. */
+ * 0: one with it, or not ELF, or unreadable. The header's fields are read
+ * at their offsets in either class (elf(5)); p_type opens every program
+ * header of both. */
 static int elf_static(int fd)
 {
-    unsigned char id[EI_NIDENT];
-    unsigned long long phoff;
-    unsigned phnum, phentsize, type, i;
+    unsigned char eh[64], pt[4];
+    unsigned long long phoff, phnum, phentsize, i;
     int is64;
 
-    if (pread(fd, id, sizeof(id), 0) != (ssize_t)sizeof(id) || memcmp(id, ELFMAG, SELFMAG))
+    if (pread(fd, eh, sizeof(eh), 0) < 52 || memcmp(eh, ELFMAG, SELFMAG))
         return 0;
-    is64 = id[EI_CLASS] == ELFCLASS64;
-    if ((!is64 && id[EI_CLASS] != ELFCLASS32) ||
-        id[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+    is64 = eh[EI_CLASS] == ELFCLASS64;
+    if ((!is64 && eh[EI_CLASS] != ELFCLASS32) ||
+        eh[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
         return 0;
-    if (is64) {
-        Elf64_Ehdr eh;
-        if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
-            return 0;
-        phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize, type = eh.e_type;
-        if (phentsize < sizeof(Elf64_Phdr))
-            return 0;
-    } else {
-        Elf32_Ehdr eh;
-        if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
-            return 0;
-        phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize, type = eh.e_type;
-        if (phentsize < sizeof(Elf32_Phdr))
-            return 0;
-    }
-    if ((type != ET_EXEC && type != ET_DYN) || phnum == 0 || phnum > 4096)
+    phoff = is64 ? field(eh + 32, 8) : field(eh + 28, 4);
+    phentsize = field(eh + (is64 ? 54 : 42), 2);
+    phnum = field(eh + (is64 ? 56 : 44), 2);
+    i = field(eh + 16, 2); /* e_type */
+    if ((i != ET_EXEC && i != ET_DYN) || phnum == 0 || phnum > 4096 ||
+        phentsize < (is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
         return 0;
     for (i = 0; i < phnum; i++) {
-        off_t at = (off_t)(phoff + (unsigned long long)i * phentsize);
-        unsigned pt;
-        if (is64) {
-            Elf64_Phdr ph;
-            if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
-                return 0;
-            pt = ph.p_type;
-        } else {
-            Elf32_Phdr ph;
-            if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
-                return 0;
-            pt = ph.p_type;
-        }
-        if (pt == PT_INTERP)
+        if (pread(fd, pt, sizeof(pt), (off_t)(phoff + i * phentsize)) != (ssize_t)sizeof(pt))
+            return 0;
+        if (field(pt, 4) == PT_INTERP)
             return 0;
     }
     return 1;

@@ -197,11 +197,11 @@ static int near_miss(const char *type)
 static void no_tool(const cJSON *tools, struct shim_pass_why *out)
 {
     const cJSON *t;
-    int i = 0;
+    int i = 0, n = cJSON_GetArraySize(tools);
 
     out->code = SHIM_PASS_NO_CODE_INTERPRETER;
-    snprintf(out->text, sizeof(out->text), "no code_interpreter tool (%d tools)",
-             cJSON_GetArraySize(tools));
+    snprintf(out->text, sizeof(out->text), "no code_interpreter tool (\"tools\" has %d %s)", n,
+             n == 1 ? "entry" : "entries");
     cJSON_ArrayForEach(t, tools)
     {
         const char *type = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "type"))

@@ -36,7 +36,7 @@ BODY_CASES = [
      'no code_interpreter tool: tools[1] has type "code_interpeter"; did you mean "code_interpreter"?'),
     ("other_tools", "/chat/completions",
      {"model": "m", "messages": [], "tools": [{"type": "function"}]}, {},
-     "no code_interpreter tool (1 tools)"),
+     'no code_interpreter tool ("tools" has 1 entry)'),
     ("tools_object", "/responses",
      {"model": "m", "tools": {"type": "code_interpreter"}}, {},
      '"tools" is an object, not an array'),

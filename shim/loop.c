@@ -197,7 +197,12 @@ static const struct shim_config *pick_settings(struct run *r, const cJSON *req)
 
     if (cfg)
         return cfg;
-    LOG_WARN("answered %d without sending the request: %s", status, why);
+    /* a configuration error (500) was logged once by config.c; a request's
+     * own mistake (400) is told each time */
+    if (status == 500)
+        LOG_INFO("answered 500 without sending the request: %s", why);
+    else
+        LOG_WARN("answered %d without sending the request: %s", status, why);
     err = shim_json_error(why, status == 500 ? "server_error" : "invalid_request_error",
                           status == 500 ? NULL : named ? "metadata.codeshim_sandbox"
                                                        : "tools.container",

@@ -134,6 +134,24 @@ static cJSON *args_json(const char *code)
     return str;
 }
 
+/* What the last tool output says happened, as a model reading it would
+ * tell: the lead of the answer. The texts it looks for are the ones
+ * codeshim's tool gives (loop.c, the sandboxes). */
+static const char *outcome(const char *out)
+{
+    if (!strncmp(out, "Error: ", 7))
+        return "The code could not be run. The tool said:\n";
+    if (!strncmp(out, "Not run: ", 9))
+        return "The code was not run. The tool said:\n";
+    if (strstr(out, "Execution timed out after "))
+        return "The code did not finish: it hit the time limit. Output:\n";
+    if (strstr(out, "Traceback (most recent call last):"))
+        return "The code ran and raised an exception. Output:\n";
+    if (!*out)
+        return "The code ran and printed nothing.";
+    return "The code ran. Output:\n";
+}
+
 static char *answer_text(const struct convo *c)
 {
     const char *out = c->last_output;
@@ -143,7 +161,9 @@ static char *answer_text(const struct convo *c)
     if (!s)
         return NULL;
     if (out)
-        snprintf(s, n, "The code ran. Output:\n%s", out);
+        snprintf(s, n, "%s%s", outcome(out), out);
+    else if (c->outputs)
+        snprintf(s, n, "The tool answered, but with nothing this offline model can read.");
     else
         snprintf(s, n, "This is codeshim's offline model: put Python code in a "
                        "```python block and it will run it.");

@@ -66,6 +66,9 @@ codeshim's own cells, whose code starts with "# codeshim:"):
     vanish_after_exec = True    the sandbox of the next /execute vanishes
                                 once that execution is over
     keepalive_s                 (default 5.0)
+    templates = {"a", ...}      only these templateIDs can be created
+                                from; another gets 400 "template ... not
+                                found" (default None: any)
 """
 
 import ast
@@ -329,6 +332,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _create(self, fake, body):
         if not isinstance(body, dict) or not isinstance(body.get("templateID"), str):
             return self._err(400, "templateID is required")
+        if fake.templates is not None and body["templateID"] not in fake.templates:
+            return self._err(400, "template '%s' not found" % body["templateID"])
         t = body.get("timeout", 15)
         if not isinstance(t, int) or t <= 0:
             return self._err(400, "timeout must be positive")
@@ -470,6 +475,7 @@ class FakeE2B:
     def __init__(self, key="e2b_test_key", tls=None, log=None):
         self.key = key
         self.exec_502_after_create = 0
+        self.templates = None
         self.keepalive_s = 5.0
         self.truncate_next_exec = False
         self.vanish_after_exec = False

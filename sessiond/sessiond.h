@@ -48,7 +48,7 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
  * sender holds the process that long at most). */
 #define SESSIOND_WAITING 16
 #define SESSIOND_IDLE_MS 10000
-#define SESSIOND_REQUEST_MS 2000
+#define SESSIOND_REQUEST_MS 5000
 struct sessiond_waiting {
     int fd[SESSIOND_WAITING];
     int64_t since[SESSIOND_WAITING]; /* accepted, shim_clock_ms() */

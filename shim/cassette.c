@@ -22,6 +22,9 @@
 
 #define MAX_FILE (256u << 20)
 #define MAX_EXCHANGES 10000 /* files of a cassette folder read */
+/* A whole cassette holds many exchanges: more values than one body may,
+ * still bounded (a tree of them costs at most some 400 MB). */
+#define CASSETTE_MAX_VALUES (16 * SHIM_JSON_MAX_VALUES)
 
 struct seen {
     struct seen *next;
@@ -194,7 +197,7 @@ static cJSON *read_json(const char *path)
         errno = rc == -ENOENT ? ENOENT : EPROTO;
         return NULL;
     }
-    doc = shim_json_parse(text, len);
+    doc = shim_json_parse_within(text, len, CASSETTE_MAX_VALUES, SHIM_JSON_MAX_DEPTH);
     free(text);
     if (!doc)
         errno = EPROTO;

@@ -68,16 +68,23 @@ static CURLcode reject(CURL *h, const struct shim_handle_view *v, double t0,
     return rc;
 }
 
-static CURLcode reject_ambiguous(CURL *h, const struct shim_handle_view *v, double t0,
-                                 const struct shim_json_flaw *why)
+/* A request codeshim will not read: one JSON readers read differently (a
+ * key twice, U+0000), or one past the values it reads of a body. */
+static CURLcode reject_unread(CURL *h, const struct shim_handle_view *v, double t0,
+                             const struct shim_json_flaw *why)
 {
     char flaw[128], msg[400];
 
     shim_json_flaw_text(why, flaw, sizeof(flaw));
-    snprintf(msg, sizeof(msg),
-             "codeshim refused this request: %s. JSON readers disagree about what such "
-             "a body says, so codeshim neither runs nor forwards it; send each key once "
-             "and no U+0000 characters.", flaw);
+    if (why->big)
+        snprintf(msg, sizeof(msg),
+                 "codeshim refused this request: %s, past what codeshim reads of one "
+                 "body; it was neither run nor forwarded.", flaw);
+    else
+        snprintf(msg, sizeof(msg),
+                 "codeshim refused this request: %s. JSON readers disagree about what such "
+                 "a body says, so codeshim neither runs nor forwards it; send each key once "
+                 "and no U+0000 characters.", flaw);
     return reject(h, v, t0, msg, NULL, NULL);
 }
 
@@ -131,7 +138,7 @@ static int pass_handle(CURL *h, size_t max_body)
     return 0;
 }
 
-enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_AMBIGUOUS, ACT_UNSUPPORTED, ACT_CONTAINERS };
+enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_UNREAD, ACT_UNSUPPORTED, ACT_CONTAINERS };
 
 struct shim_intercept_job {
     enum action act;
@@ -208,8 +215,8 @@ int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
     }
     err = j->kind != SHIM_API_NONE ? shim_json_read(j->v.body, j->v.body_len, &j->req, &j->flaw)
                                    : -EINVAL;
-    if (err == -EEXIST || err == -ENOMEM) {
-        j->act = err == -EEXIST ? ACT_AMBIGUOUS : ACT_OOM;
+    if (err == -EEXIST || err == -E2BIG || err == -ENOMEM) {
+        j->act = err == -ENOMEM ? ACT_OOM : ACT_UNREAD;
     } else if (!j->req || !shim_classify_body(j->req)) {
         if (!((cfg->offline || cfg->replay_dir[0]) &&
               shim_classify_url(j->v.url) != SHIM_API_NONE)) {
@@ -317,8 +324,8 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
         return refuse(h, &j->v, j->t0);
     case ACT_OOM:
         return fail_oom(h, &j->v, j->t0);
-    case ACT_AMBIGUOUS:
-        return reject_ambiguous(h, &j->v, j->t0, &j->flaw);
+    case ACT_UNREAD:
+        return reject_unread(h, &j->v, j->t0, &j->flaw);
     case ACT_UNSUPPORTED:
         return reject(h, &j->v, j->t0, j->why, j->param, "unsupported_value");
     case ACT_CONTAINERS:

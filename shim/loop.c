@@ -311,6 +311,22 @@ static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
     return broken_reply(r, msg);
 }
 
+/* An upstream answer past the values codeshim reads of a body (no tree was
+ * built for it): the transfer fails as for a body past
+ * CODESHIM_MAX_RESPONSE, saying why in the program's error buffer. */
+static CURLcode unread_reply(struct run *r, const struct shim_json_flaw *why)
+{
+    char flaw[128], msg[CURL_ERROR_SIZE];
+
+    shim_json_flaw_text(why, flaw, sizeof(flaw));
+    snprintf(msg, sizeof(msg), "codeshim: the model server's answer was not read: %s; "
+             "nothing in it was run or passed on", flaw);
+    LOG_WARN("%s", msg);
+    if (r->streaming)
+        return fail_stream(r, "upstream_error", msg);
+    return shim_sink_fail(&r->sink, CURLE_FILESIZE_EXCEEDED, msg);
+}
+
 /* What a later request continuing from this answer (previous_response_id)
  * will need: see chain.h. Only APIs that continue by id (ops->call_output), and only when stored upstream. */
 static void remember(struct run *r, const cJSON *reply, const struct shim_call *calls,
@@ -466,7 +482,9 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
         *rc = stop_oom(r);
     else if (err == -EEXIST)
         *rc = ambiguous_reply(r, &flaw);
-    return err != -ENOMEM && err != -EEXIST;
+    else if (err == -E2BIG)
+        *rc = unread_reply(r, &flaw);
+    return err != -ENOMEM && err != -EEXIST && err != -E2BIG;
 }
 
 /* Runs (or, over the cap, answers "not run") each of codeshim's calls, in

@@ -225,7 +225,9 @@ static int read_number(const struct shim_setting *s, const char *v, long long *o
     char *end;
 
     errno = 0;
-    if (strchr(v, '-') && s->kind == SHIM_SET_SIZE)
+    /* digits, and for a number a leading '-': no blanks, '+' or hex */
+    if (!(v[0] >= '0' && v[0] <= '9') &&
+        !(s->kind == SHIM_SET_NUM && v[0] == '-' && v[1] >= '0' && v[1] <= '9'))
         return -EINVAL;
     if (s->kind == SHIM_SET_NUM) {
         long long x = strtoll(v, &end, 10);

@@ -12,6 +12,8 @@
 #include "reach.h"
 #include "trace.h"
 
+#include "settings.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -102,6 +104,8 @@ static void usage(FILE *out)
         "  --check              start a sandbox and report the isolation and\n"
         "                       limits this machine gives; exit 0 if isolated\n"
         "  -h, --help           this text\n"
+        "  --settings           list every setting the library reads, with its\n"
+        "                       default, what it takes and what it is for\n"
         "  -V, --version        print the version\n"
         "\n"
         "`codeshim trace FILE` prints a per-request summary of a trace file\n"
@@ -256,6 +260,24 @@ static int parse_option(int argc, char **argv, int *i, struct launch *l)
     return 0;
 }
 
+/* `codeshim --settings`: the library's table of settings (settings.h),
+ * one a line: the variable, its default, what it takes, what it is for. */
+static void print_settings(FILE *out)
+{
+    static const char *const kinds[] = {"boolean", "number", "size", "word", "word", "text",
+                                        "absolute path", "secret", "directory"};
+    size_t i;
+
+    for (i = 0; i < shim_nsettings; i++) {
+        const struct shim_setting *s = &shim_settings[i];
+        char def[96], range[96];
+
+        shim_setting_describe(s, def, range, sizeof(def));
+        fprintf(out, "%-30s %-12s %s%s%s: %s\n", s->var, def, kinds[s->kind], range[0] ? " " : "",
+                range, s->help);
+    }
+}
+
 /* 0 with l filled, 1 when --help/--version answered, -EINVAL. */
 static int parse_args(int argc, char **argv, struct launch *l)
 {
@@ -279,6 +301,10 @@ static int parse_args(int argc, char **argv, struct launch *l)
         if (!strcmp(a, "--check")) {
             l->check = 1;
             continue;
+        }
+        if (!strcmp(a, "--settings")) {
+            print_settings(stdout);
+            return 1;
         }
         if (a[0] != '-')
             break;

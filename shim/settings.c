@@ -337,6 +337,35 @@ static void fallback(const struct shim_setting *s, char *out, size_t outsz)
         snprintf(out, outsz, "using the default");
 }
 
+void shim_setting_describe(const struct shim_setting *s, char *def, char *range, size_t n)
+{
+    char lo[32], hi[32];
+
+    range[0] = '\0';
+    switch (s->kind) {
+    case SHIM_SET_BOOL:
+        snprintf(def, n, "%s", s->def ? "on" : "off");
+        break;
+    case SHIM_SET_NUM:
+    case SHIM_SET_SIZE:
+        if (s->def == DEF_BY_CORES)
+            snprintf(def, n, "2 x cores");
+        else
+            fmt_value(s, s->def, def, n);
+        fmt_value(s, s->lo, lo, sizeof(lo));
+        fmt_value(s, s->hi, hi, sizeof(hi));
+        snprintf(range, n, "%s..%s", lo, hi);
+        break;
+    case SHIM_SET_WORD:
+    case SHIM_SET_LEVEL:
+        word_at(s, s->kind == SHIM_SET_LEVEL ? s->def : 0, def, n);
+        snprintf(range, n, "%s", s->text);
+        break;
+    default:
+        snprintf(def, n, "%s", s->text && s->text[0] ? s->text : "unset");
+    }
+}
+
 int shim_setting_check(const struct shim_setting *s, const char *v, char *why, size_t whysz)
 {
     char lo[32], hi[32], fb[96];

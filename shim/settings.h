@@ -135,6 +135,10 @@ int shim_setting_bool(const char *v);
 int shim_setting_check(const struct shim_setting *s, const char *v, char *why,
                        size_t whysz);
 
+/* Its default and the values it takes ("1..1000", "64M..1T",
+ * "local|e2b"; "" for text), as people read them, n bytes each. */
+void shim_setting_describe(const struct shim_setting *s, char *def, char *range, size_t n);
+
 /* The nearest setting name to a misspelt CODESHIM_* name (an edit
  * distance of at most a third of its length), or NULL. */
 const char *shim_setting_closest(const char *var);

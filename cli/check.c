@@ -409,6 +409,25 @@ out:
     return fail ? 1 : 0;
 }
 
+/* The CODESHIM_* names that are no setting, and a backend that is none:
+ * 1 when requests that would run code cannot. */
+static int print_mistakes(const struct shim_config *cfg)
+{
+    char (*msgs)[128] = calloc(16, sizeof(*msgs));
+    size_t n = msgs ? shim_config_misspelt(msgs, 16) : 0, i;
+
+    for (i = 0; i < n; i++)
+        printf("warning: %s\n", msgs[i]);
+    if (n)
+        printf("\n");
+    free(msgs);
+    if (cfg->sandbox[0])
+        return 0;
+    printf("result: CODESHIM_SANDBOX=%s is not one of local, e2b: requests that would run "
+           "code get this error\n", getenv("CODESHIM_SANDBOX") ? getenv("CODESHIM_SANDBOX") : "");
+    return 1;
+}
+
 int cli_check_main(void)
 {
     const struct shim_config *cfg = shim_config();
@@ -419,6 +438,8 @@ int cli_check_main(void)
     cJSON *rep = NULL;
     int rc, cg_ok, ok;
 
+    if (print_mistakes(cfg))
+        return 1;
     if (!strcmp(cfg->sandbox, "e2b"))
         return check_e2b(cfg);
     printf("codeshim --check: the isolation this machine gives model-written "

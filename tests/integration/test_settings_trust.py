@@ -111,3 +111,13 @@ def test_the_docs_list_exactly_the_settings_of_the_table():
     env = man[man.index(".SH ENVIRONMENT"):man.index(".SH NAMED SANDBOXES")]
     missing = [n for n in names if n not in env]
     assert missing == [], missing
+
+
+def test_check_lists_misspelt_names_and_a_bad_backend():
+    from conftest import REPO, run
+    rc, out, err = run([REPO / "build" / "codeshim", "--check"], preload=False,
+                       env={"CODESHIM_OFLINE": "1", "CODESHIM_SANDBOX": "e2bb"})
+    out = out.decode()
+    assert rc == 1, (out, err)
+    assert "CODESHIM_OFLINE is not a codeshim setting (did you mean CODESHIM_OFFLINE?)" in out
+    assert "CODESHIM_SANDBOX=e2bb is not one of local, e2b" in out

@@ -514,7 +514,7 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
         *(const char **)out = a->scheme;
         break;
     case CURLINFO_EFFECTIVE_METHOD:
-        *(const char **)out = "POST";
+        *(const char **)out = a->method;
         break;
     case CURLINFO_PROTOCOL:
         *(long *)out = a->scheme && !strcmp(a->scheme, "HTTPS") ? CURLPROTO_HTTPS
@@ -533,10 +533,10 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
         *(curl_off_t *)out = a->size_download;
         break;
     case CURLINFO_CONTENT_LENGTH_DOWNLOAD:
-        *(double *)out = (double)a->size_download;
+        *(double *)out = (double)a->content_length;
         break;
     case CURLINFO_CONTENT_LENGTH_DOWNLOAD_T:
-        *(curl_off_t *)out = a->size_download;
+        *(curl_off_t *)out = a->content_length;
         break;
     case CURLINFO_SIZE_UPLOAD:
         *(double *)out = (double)a->size_upload;

@@ -82,6 +82,8 @@ struct shim_answer_info {
     curl_off_t size_upload;
     long header_size;
     curl_off_t retry_after; /* Retry-After in seconds (0: none), as libcurl's */
+    curl_off_t content_length; /* the answer's Content-Length, -1: none (SSE) */
+    char method[16];        /* the request's, for CURLINFO_EFFECTIVE_METHOD */
 };
 
 /* Records option opt for h if it is one codeshim needs. create=0 records

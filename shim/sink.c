@@ -279,6 +279,8 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     s->info.size_download = 0;
     s->info.header_size = (long)block.len;
     s->info.retry_after = retry_after(p, end);
+    s->info.content_length = body_len >= 0 ? (curl_off_t)body_len : -1;
+    snprintf(s->info.method, sizeof(s->info.method), "%s", shim_handle_view_method(s->v));
     s->info.total_time = shim_clock_s() - s->t0;
     publish(s); /* before the first callback: the program may ask getinfo */
     while (p < end && s->rc == CURLE_OK) {

@@ -113,6 +113,8 @@ static const struct shim_answer_info answer_201 = {
     .content_type = "application/json",
     .effective_url = "https://api.example/v1/responses",
     .scheme = "HTTPS",
+    .method = "POST",
+    .content_length = 1234,
     .total_time = 1.5,
     .size_download = 1234,
     .size_upload = 56,
@@ -721,6 +723,18 @@ static void answers_every_info_it_claims(void **state)
     assert_int_equal(off, 56);
     assert_int_equal(shim_handles_get_answer(h, CURLINFO_HEADER_SIZE, &l), 1);
     assert_int_equal(l, 78);
+    {   /* a DELETE answered, and an SSE answer with no length (libcurl: -1) */
+        struct shim_answer_info b = answer_201;
+        snprintf(b.method, sizeof(b.method), "DELETE");
+        b.content_length = -1;
+        assert_int_equal(shim_handles_set_answer(h, &b), 0);
+        assert_int_equal(shim_handles_get_answer(h, CURLINFO_EFFECTIVE_METHOD, &s), 1);
+        assert_string_equal(s, "DELETE");
+        assert_int_equal(shim_handles_get_answer(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &off), 1);
+        assert_int_equal(off, -1);
+        assert_int_equal(shim_handles_get_answer(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD, &d), 1);
+        assert_true(d == -1.0);
+    }
     l = -1;
     assert_int_equal(shim_handles_get_answer(h, CURLINFO_REDIRECT_COUNT, &l), 1);
     assert_int_equal(l, 0);

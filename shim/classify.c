@@ -1,6 +1,8 @@
 /* classify.c - see classify.h. No I/O, no globals. */
 #include "classify.h"
 
+#include "text.h"
+
 #include "json.h"
 
 #include <stdio.h>
@@ -132,35 +134,6 @@ const char *shim_classify_unsupported(const cJSON *req, enum shim_api kind, cons
     return NULL;
 }
 
-size_t shim_classify_distance(const char *a, const char *b, size_t cap)
-{
-    size_t la = strlen(a), lb = strlen(b), row[65], i, j, diag, up, best;
-
-    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > cap)
-        return cap + 1;
-    for (j = 0; j <= lb; j++)
-        row[j] = j;
-    for (i = 1; i <= la; i++) {
-        diag = row[0];
-        row[0] = i;
-        best = row[0];
-        for (j = 1; j <= lb; j++) {
-            up = row[j];
-            row[j] = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < row[j])
-                row[j] = up + 1;
-            if (row[j - 1] + 1 < row[j])
-                row[j] = row[j - 1] + 1;
-            diag = up;
-            if (row[j] < best)
-                best = row[j];
-        }
-        if (best > cap)
-            return cap + 1;
-    }
-    return row[lb] > cap ? cap + 1 : row[lb];
-}
-
 static const char *kind_of(const cJSON *j)
 {
     if (cJSON_IsArray(j))
@@ -189,7 +162,7 @@ static int near_miss(const char *type)
         folded[i] = (type[i] == '-' || type[i] == ' ') ? '_'
                     : (type[i] >= 'A' && type[i] <= 'Z') ? (char)(type[i] + 32)
                                                          : type[i];
-    return shim_classify_distance(folded, "code_interpreter", 3) <= 3;
+    return shim_text_distance(folded, "code_interpreter", 3) <= 3;
 }
 
 /* The tools array holds no code_interpreter entry: says so, naming the

@@ -63,9 +63,6 @@ struct shim_pass_why {
  * ours; reads the body only up to max_body. Returns out->code. */
 enum shim_pass shim_classify_explain(int is_post, const char *method, const char *body,
                                      size_t len, size_t max_body, struct shim_pass_why *out);
-/* Levenshtein distance of a and b, capped: any distance above cap (and
- * any string longer than 64 bytes) gives cap + 1. */
-size_t shim_classify_distance(const char *a, const char *b, size_t cap);
 
 /* For a request that is ours: NULL when codeshim can run it, else the
  * parameter it cannot honour, with *why a message for the 400 (both

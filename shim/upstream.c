@@ -372,27 +372,38 @@ static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, si
     return feed_recorded(u, replay_post(u, body, len, r, errbuf), r, errbuf);
 }
 
+/* An OpenAI-shaped error answer that codeshim makes (a cassette's miss,
+ * the script's). */
+static void error_reply(struct shim_http_reply *r, long status, const char *type,
+                        const char *code, const char *message)
+{
+    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
+    char *text;
+
+    cJSON_AddStringToObject(o, "message", message);
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddNullToObject(o, "param");
+    if (code)
+        cJSON_AddStringToObject(o, "code", code);
+    else
+        cJSON_AddNullToObject(o, "code");
+    text = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    shim_http_reply_local(r, status, text ? text : "{}");
+    free(text);
+}
+
 /* CODESHIM_CASSETTE: replay what matches; past that, by the record mode,
  * ask the network and record its answer, or answer the near miss. */
 static void cassette_miss(struct shim_upstream *u, const char *why, struct shim_http_reply *r)
 {
-    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
-    char msg[900], *text;
+    char msg[900];
 
     snprintf(msg, sizeof(msg), "codeshim cassette (record mode %s): %s", u->cfg->record_mode,
              why);
     LOG_ERR("%s", msg);
-    cJSON_AddStringToObject(o, "message", msg);
-    cJSON_AddStringToObject(o, "type", "codeshim_replay_miss");
-    cJSON_AddNullToObject(o, "param");
-    cJSON_AddStringToObject(o, "code", "replay_miss");
-    text = cJSON_PrintUnformatted(e);
-    cJSON_Delete(e);
     shim_http_reply_init(r, HEAD_CAP, u->max_response);
-    shim_http_reply_local(r, 500, text ? text : "{\"error\":{\"message\":\"codeshim "
-                                                "cassette miss\",\"type\":\"codeshim_replay_"
-                                                "miss\",\"param\":null,\"code\":null}}");
-    free(text);
+    error_reply(r, 500, "codeshim_replay_miss", "replay_miss", msg);
 }
 
 static CURLcode cassette_call(struct shim_upstream *u, const char *body, size_t len,
@@ -483,26 +494,6 @@ static struct shim_script *script_load(const char *path)
         LOG_ERR("%s", g_script.err);
     }
     return g_script.s;
-}
-
-/* An OpenAI-shaped error answer of codeshim's or of the script's. */
-static void error_reply(struct shim_http_reply *r, long status, const char *type,
-                        const char *code, const char *message)
-{
-    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
-    char *text;
-
-    cJSON_AddStringToObject(o, "message", message);
-    cJSON_AddStringToObject(o, "type", type);
-    cJSON_AddNullToObject(o, "param");
-    if (code)
-        cJSON_AddStringToObject(o, "code", code);
-    else
-        cJSON_AddNullToObject(o, "code");
-    text = cJSON_PrintUnformatted(e);
-    cJSON_Delete(e);
-    shim_http_reply_local(r, status, text ? text : "{}");
-    free(text);
 }
 
 static void sleep_ms(long ms)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "text.h"
 #include "json.h"
 
 static void url_paths(void **state)
@@ -212,17 +213,17 @@ static void pass_reasons(void **state)
 static void distances(void **state)
 {
     (void)state;
-    assert_int_equal(shim_classify_distance("code_interpreter", "code_interpreter", 3), 0);
-    assert_int_equal(shim_classify_distance("code_interpeter", "code_interpreter", 3), 1);
-    assert_int_equal(shim_classify_distance("code_interpretr", "code_interpreter", 3), 1);
-    assert_int_equal(shim_classify_distance("cdoe_interpreter", "code_interpreter", 3), 2);
-    assert_int_equal(shim_classify_distance("kitten", "sitting", 3), 3);
-    assert_int_equal(shim_classify_distance("function", "code_interpreter", 3), 4);
-    assert_int_equal(shim_classify_distance("", "abc", 5), 3);
+    assert_int_equal(shim_text_distance("code_interpreter", "code_interpreter", 3), 0);
+    assert_int_equal(shim_text_distance("code_interpeter", "code_interpreter", 3), 1);
+    assert_int_equal(shim_text_distance("code_interpretr", "code_interpreter", 3), 1);
+    assert_int_equal(shim_text_distance("cdoe_interpreter", "code_interpreter", 3), 2);
+    assert_int_equal(shim_text_distance("kitten", "sitting", 3), 3);
+    assert_int_equal(shim_text_distance("function", "code_interpreter", 3), 4);
+    assert_int_equal(shim_text_distance("", "abc", 5), 3);
     char longer[80];
     memset(longer, 'a', sizeof(longer) - 1);
     longer[79] = '\0';
-    assert_int_equal(shim_classify_distance(longer, longer, 3), 4);
+    assert_int_equal(shim_text_distance(longer, longer, 3), 4);
 }
 
 int main(void)

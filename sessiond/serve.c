@@ -5,7 +5,7 @@
  * execution gets an answer (and {"op":"get"} / {"op":"put"} move a file of
  * /mnt/data as base64, at most FILE_CHUNK bytes a request: a get names an
  * offset; a put with "first" starts the file, the one with "last" ends
- * it). A result too large for a frame is cut (with a note), and one that
+ * it; {"op":"rm"} removes one). A result too large for a frame is cut (with a note), and one that
  * still cannot be sent becomes an error saying so; the connection is
  * never just closed on a result. It ends after CODESHIM_SESSION_TTL
  * seconds without a request, on {"op":"close"} or on SIGTERM, closing the
@@ -170,6 +170,13 @@ static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req)
     return file_answer(rc);
 }
 
+static cJSON *remove_file(struct shim_sandbox *sb, const cJSON *req)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+
+    return file_answer(name ? shim_sandbox_file_remove(sb, name) : -EINVAL);
+}
+
 /* One connection: our greeting, then one request. Returns 1 when the
  * session must end. */
 static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *settings)
@@ -195,8 +202,10 @@ static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *s
             ans = error_answer("Error: the session's sandbox failed.");
         }
         send_answer(fd, envelope(ans, cid, settings), cid, settings);
-    } else if (op && (!strcmp(op, "get") || !strcmp(op, "put"))) {
-        ans = envelope(!strcmp(op, "get") ? get_file(sb, req) : put_file(sb, req), cid, settings);
+    } else if (op && (!strcmp(op, "get") || !strcmp(op, "put") || !strcmp(op, "rm"))) {
+        ans = envelope(!strcmp(op, "get")   ? get_file(sb, req)
+                       : !strcmp(op, "put") ? put_file(sb, req)
+                                            : remove_file(sb, req), cid, settings);
         send_answer(fd, ans, cid, settings);
     } else {
         end = op && !strcmp(op, "close");

@@ -82,7 +82,7 @@ static int open_box(struct run *r)
     rq.session_id = shim_conv_session_id(r->req);
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
-    rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req);
+    rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req, rq.session_id != NULL);
     rc = shim_session_open(r->cfg, &rq, &r->box);
     if (rc == 0) {
         shim_files_opened(&r->files, r->cfg, r->identity, r->box, rq.bind_container != NULL);

@@ -113,8 +113,9 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
     if (bound && shim_session_is_new(box)) {
         restore(f, cfg, identity, box);
         snprintf(f->note, sizeof(f->note),
-                 "[Note: the earlier sandbox of container %s has expired; its variables and "
-                 "imports are not here. This is a new sandbox for the same container%s.]\n",
+                 "[Note: the earlier sandbox of container %s has expired (or was started "
+                 "with other sandbox settings); its variables and imports are not here. This "
+                 "is a new sandbox for the same container%s.]\n",
                  f->cid, f->n ? ", with its files back in /mnt/data" : "");
     }
 }

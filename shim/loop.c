@@ -128,9 +128,14 @@ static void run_call(struct run *r, struct shim_call *c)
                           "); the code may not have run.");
         c->status = "failed";
     } else {
-        /* the container may have been restarted: report the one used */
+        /* the container may have been restarted: report the one used, and
+         * keep its files (the old one's are not this sandbox's) */
         snprintf(c->container_id, sizeof(c->container_id), "%s",
                  shim_session_container_id(r->box));
+        if (strcmp(c->container_id, r->files.cid)) {
+            shim_files_free(&r->files);
+            shim_files_opened(&r->files, r->cfg, r->identity, r->box, 0);
+        }
         if (c->res.files_changed)
             shim_files_sync(&r->files, r->cfg, r->identity, r->box, c->res.files, c->res.nfiles);
         note = shim_session_take_note(r->box);

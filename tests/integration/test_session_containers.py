@@ -195,3 +195,28 @@ def test_deleted_sessions_container_leaves_nothing_and_the_session_gets_a_new_on
     # naming the deleted container gets no byte of it either
     r4 = ask(fake, box, LIST, container=old)
     assert cid_of(r4) != old and "secret.txt" not in logs(r4)
+
+
+def test_files_written_after_the_sandbox_was_replaced_are_the_new_containers(fake, e2b, rt):
+    """A session's sandbox that vanishes in the middle of a request is
+    replaced (a new container id): what the code writes after that is
+    cited in, and downloadable from, the new container."""
+    env = env_for(e2b, CODESHIM_RUNTIME_DIR=rt)
+    out, _ = ask_raw(fake.url, "a = 1", env, session="v", key=KEY)
+    old = cid_of(json.loads(out))
+    e2b.vanish_after_exec = True
+    out, _ = ask_raw(fake.url, "a = 2", env, session="v", key=KEY, blocks=[
+        "a = 2", "open('/mnt/data/after.txt', 'w').write('after')\n"
+        "print('[a](sandbox:/mnt/data/after.txt)')"])
+    r = json.loads(out)
+    c1, c2 = calls(r)
+    new = c2["container_id"]
+    assert c1["container_id"] == old and new != old
+    [msg] = [o for o in r["output"] if o["type"] == "message"]
+    [a] = msg["content"][0]["annotations"]
+    assert a["container_id"] == new, a
+    rc, st, _, body, _ = curl(["%s/containers/%s/files/%s/content" % (fake.url, new, a["file_id"])],
+                              KEY, env=env)
+    assert (st, body) == (200, b"after")
+    b = type("B", (), {"env": env})
+    assert "/mnt/data/after.txt" not in listed(fake, b, old)

@@ -220,3 +220,26 @@ def test_files_written_after_the_sandbox_was_replaced_are_the_new_containers(fak
     assert (st, body) == (200, b"after")
     b = type("B", (), {"env": env})
     assert "/mnt/data/after.txt" not in listed(fake, b, old)
+
+
+def test_a_sandbox_left_running_for_a_deleted_container_is_never_used(fake, e2b, rt):
+    """The kill at the deletion fails (e2b answers 500): the sandbox still
+    runs, but the session's next request ends it instead of using it, and
+    gets a new one, told of the deletion."""
+    env = env_for(e2b, CODESHIM_RUNTIME_DIR=rt)
+    out, _ = ask_raw(fake.url, "open('/mnt/data/s.txt', 'w').write('x')\nkept = 1", env,
+                     session="k", key=KEY)
+    old = cid_of(json.loads(out))
+    [sid] = e2b.sandboxes()
+    e2b.fail("DELETE", r"^/sandboxes/", 500, times=1)
+    call(["-X", "DELETE", fake.url + "/containers/" + old], KEY, env=env)
+    assert sid in e2b.sandboxes()  # left running
+    e2b.clear()
+    out, _ = ask_raw(fake.url, LIST + "print(globals().get('kept', 'none'))", env,
+                     session="k", key=KEY)
+    r = json.loads(out)
+    assert cid_of(r) != old and sid not in e2b.sandboxes()
+    assert [q["path"] for q in of(e2b, "DELETE", "/sandboxes/")] == ["/sandboxes/" + sid]
+    assert not [q for q in of(e2b, "POST", "/execute", own=True) if q["sandbox"][1] == sid]
+    text = logs(r)
+    assert "[Note: container %s was deleted" % old in text and text.endswith("[]\nnone\n"), text

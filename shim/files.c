@@ -108,8 +108,6 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
     }
     reload(f, cfg, identity);
     replaced_note(f, cfg, identity);
-    if (bound && !shim_session_is_new(box) && shim_session_is_remote(box))
-        restore(f, cfg, identity, box); /* it may have lost them: put them again */
     if (bound && shim_session_is_new(box)) {
         restore(f, cfg, identity, box);
         snprintf(f->note, sizeof(f->note),

@@ -48,7 +48,8 @@ struct shim_session {
     char cid[64];
     char bind[64]; /* the explicit container this session is, or "" */
     char identity[65];
-    int fresh;     /* its sandbox started with this open */
+    int fresh;     /* its sandbox started with this open, or since */
+    int renewed;   /* a new sandbox since the open (shim_session_take_renewed) */
     char note[512];
 };
 
@@ -680,6 +681,10 @@ static void remote_after(struct shim_session *b)
 
     snprintf(old, sizeof(old), "%s", b->cid);
     remote_cid(b);
+    if (note)
+        b->fresh = b->renewed = 1;
+    if (note && b->bind[0])
+        return; /* the container's own note says it (files.h), under its id */
     if (note && strcmp(old, b->cid) && take_deleted(b, gone) == 0 && !strcmp(gone, old)) {
         deleted_note(b, old); /* not vanished: a deletion ended it */
         return;
@@ -695,13 +700,16 @@ static void remote_after(struct shim_session *b)
  * with the identity locked. */
 static int replace_gone(struct shim_session *b, int keyed, int *created, char dead[64])
 {
+    int rc;
+
     dead[0] = '\0';
     if (!shim_cstore_gone(b->cfg, b->identity, b->cid))
         return 0;
     LOG_INFO("session sandbox %s: its container is gone; ending it", b->cid);
     snprintf(dead, 64, "%s", b->cid);
     end_session(b->dir);
-    return keyed ? attach(b, created) : 1;
+    rc = keyed ? attach(b, created) : 1;
+    return rc == 0 && !strcmp(b->cid, dead) ? 1 : rc; /* not ended yet: not this one */
 }
 
 int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
@@ -770,8 +778,9 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
 enum stage { NOT_REACHED, NOT_SENT, SENT };
 
 /* The supervisor's greeting: the session must have our settings; a new
- * container id means the sandbox is not the one we attached to. */
-static int greeting(struct shim_session *b, int fd, int timeout_ms)
+ * container id means the sandbox is not the one we attached to: adopted
+ * (with a note) when adopt, else -ESTALE (files are not for it). */
+static int greeting(struct shim_session *b, int fd, int timeout_ms, int adopt)
 {
     cJSON *g = NULL;
     const char *set, *cid;
@@ -784,9 +793,12 @@ static int greeting(struct shim_session *b, int fd, int timeout_ms)
         if (!set || strcmp(set, b->settings) || !cid || strlen(cid) >= sizeof(b->cid)) {
             LOG_ERR("session %s answered with other settings or no container id", b->name);
             rc = -EPROTO;
+        } else if (strcmp(cid, b->cid) && !adopt) {
+            rc = -ESTALE;
         } else if (strcmp(cid, b->cid)) {
             snprintf(old, sizeof(old), "%s", b->cid);
             snprintf(b->cid, sizeof(b->cid), "%s", cid);
+            b->fresh = b->renewed = 1;
             lost_note(b, old);
         }
     }
@@ -806,7 +818,7 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     *stage = NOT_REACHED;
     if (fd < 0)
         return fd;
-    rc = greeting(b, fd, timeout);
+    rc = greeting(b, fd, timeout, 1);
     if (rc != -ECONNRESET) /* closed before its greeting: the supervisor was ending */
         *stage = NOT_SENT;
     if (rc == 0) {
@@ -872,8 +884,10 @@ static int reattach(struct shim_session *b)
     rc = lk < 0 ? lk : attach(b, &created);
     if (lk >= 0)
         close(lk);
-    if (rc == 0 && created)
+    if (rc == 0 && created) {
+        b->fresh = b->renewed = 1;
         lost_note(b, old);
+    }
     return rc;
 }
 
@@ -938,17 +952,13 @@ void shim_session_close(struct shim_session *b)
 static int file_call(struct shim_session *b, cJSON *msg, cJSON **ans)
 {
     int fd = connect_dir(b->dir), rc;
-    char cid[64];
 
     *ans = NULL;
     if (fd < 0) {
         cJSON_Delete(msg);
         return fd;
     }
-    snprintf(cid, sizeof(cid), "%s", b->cid);
-    rc = greeting(b, fd, 30000);
-    if (rc == 0 && strcmp(cid, b->cid))
-        rc = -ESTALE; /* another sandbox now: not the one these files are for */
+    rc = greeting(b, fd, 30000, 0);
     if (rc == 0)
         rc = msg ? shim_proto_send(fd, msg, 30000) : -ENOMEM;
     if (rc == 0)
@@ -1139,7 +1149,11 @@ void shim_session_end(struct shim_session *b)
     shim_session_close(b);
 }
 
-int shim_session_is_remote(const struct shim_session *b)
+int shim_session_take_renewed(struct shim_session *b)
 {
-    return b && b->sb && shim_sandbox_keeps_sessions(b->cfg);
+    int r = b && b->renewed;
+
+    if (b)
+        b->renewed = 0;
+    return r;
 }

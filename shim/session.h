@@ -108,11 +108,12 @@ void shim_session_drop(const struct shim_config *cfg, const char *identity, cons
 /* The session's name (a hash, shim_session_name) when the sandbox is a
  * session's, else "". */
 const char *shim_session_key(const struct shim_session *b);
-/* Whether the sandbox is kept by its backend elsewhere (e2b): whether it
- * still holds a container's files codeshim cannot tell. */
-int shim_session_is_remote(const struct shim_session *b);
-/* Whether the sandbox was started by this open (its /mnt/data is empty). */
+/* Whether the sandbox was started by this open, or since (its /mnt/data
+ * was empty). */
 int shim_session_is_new(const struct shim_session *b);
+/* Whether a new sandbox replaced the one in use since the open (or the
+ * last call): a lost one, started again. Cleared by the call. */
+int shim_session_take_renewed(struct shim_session *b);
 
 /* The fingerprint of cfg's sandbox settings: backend, isolation on or
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU

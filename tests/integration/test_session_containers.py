@@ -243,3 +243,24 @@ def test_a_sandbox_left_running_for_a_deleted_container_is_never_used(fake, e2b,
     assert not [q for q in of(e2b, "POST", "/execute", own=True) if q["sandbox"][1] == sid]
     text = logs(r)
     assert "[Note: container %s was deleted" % old in text and text.endswith("[]\nnone\n"), text
+
+
+def test_an_explicit_containers_replaced_sandbox_gets_its_files_back(fake, e2b, rt, tmp_path):
+    """The e2b sandbox of a container named in tools[].container vanishes in
+    the middle of a request: the replacement keeps the container's id and,
+    from the next execution on, has its files back (the model told)."""
+    b = type("B", (), {"env": env_for(e2b, CODESHIM_RUNTIME_DIR=rt)})
+    c = api(fake, b, "", "-H", "Content-Type: application/json", "-d", '{"name": "x"}',
+            component="ContainerResource")
+    p = tmp_path / "u.txt"
+    p.write_text("kept file")
+    upload(fake, b, c["id"], p)
+    e2b.vanish_after_exec = True
+    out, _ = ask_raw(fake.url, "print(1)", b.env, key=KEY, container=c["id"], blocks=[
+        "print(1)", "print(2)", "print(open('/mnt/data/u.txt').read())"])
+    c1, c2, c3 = calls(json.loads(out))
+    assert {c1["container_id"], c2["container_id"], c3["container_id"]} == {c["id"]}
+    second = c2["outputs"][0]["logs"]
+    assert "with its files back in /mnt/data" in second, second
+    assert re.findall(r"cntr_[0-9a-f]+", second) == [c["id"]], second  # its own id only
+    assert c3["outputs"][0]["logs"].startswith("kept file"), c3

@@ -93,19 +93,24 @@ struct e2b {
     " _cs_s.st_mtime_ns])\n"                                                   \
     "print(_cs_json.dumps(sorted(_cs_l)))\n"                                   \
     "del _cs_os, _cs_json, _cs_l\n"
-/* %s: the file's absolute path as a JSON string (a Python literal too) */
+/* %s: the file's path under /mnt/data as a JSON string (a Python literal
+ * too); a regular file, never reached through a symlink */
 #define REMOVE_PY                                                              \
     "# codeshim: remove a file of /mnt/data\n"                                 \
     "import os as _cs_os, stat as _cs_st\n"                                    \
+    "_cs_d, _cs_r = '/mnt/data', 'none'\n"                                     \
     "try:\n"                                                                   \
-    "    if _cs_st.S_ISREG(_cs_os.lstat(%s).st_mode):\n"                       \
-    "        _cs_os.remove(%s)\n"                                              \
-    "        print('removed')\n"                                               \
-    "    else:\n"                                                              \
-    "        print('none')\n"                                                  \
-    "except FileNotFoundError:\n"                                              \
-    "    print('none')\n"                                                      \
-    "del _cs_os, _cs_st\n"
+    "    for _cs_x in %s.split('/'):\n"                                        \
+    "        if _cs_os.path.islink(_cs_d):\n"                                  \
+    "            raise FileNotFoundError\n"                                    \
+    "        _cs_d = _cs_os.path.join(_cs_d, _cs_x)\n"                         \
+    "    if _cs_st.S_ISREG(_cs_os.lstat(_cs_d).st_mode):\n"                    \
+    "        _cs_os.remove(_cs_d)\n"                                           \
+    "        _cs_r = 'removed'\n"                                              \
+    "except (FileNotFoundError, NotADirectoryError):\n"                        \
+    "    pass\n"                                                               \
+    "print(_cs_r)\n"                                                           \
+    "del _cs_os, _cs_st, _cs_d, _cs_r\n"
 
 /* ---------------- names ---------------- */
 
@@ -630,18 +635,18 @@ static int op_file_remove(void *state, const char *name)
     size_t n;
     int rc = file_target(e, name, abs, sizeof(abs));
 
-    if (rc < 0)
-        return rc;
-    if ((s = cJSON_CreateString(abs)) != NULL)
+    if (rc < 0 || !strcmp(name, ".") || strstr(name, "//") || name[strlen(name) - 1] == '/')
+        return rc < 0 ? rc : -EINVAL;
+    if ((s = cJSON_CreateString(name)) != NULL)
         lit = cJSON_PrintUnformatted(s);
     cJSON_Delete(s);
-    n = lit ? sizeof(REMOVE_PY) + 2 * strlen(lit) : 0;
+    n = lit ? sizeof(REMOVE_PY) + strlen(lit) : 0;
     code = n ? malloc(n) : NULL;
     if (!code) {
         free(lit);
         return -ENOMEM;
     }
-    snprintf(code, n, REMOVE_PY, lit, lit);
+    snprintf(code, n, REMOVE_PY, lit);
     free(lit);
     out = own_cell(e, code);
     free(code);

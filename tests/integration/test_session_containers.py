@@ -264,3 +264,22 @@ def test_an_explicit_containers_replaced_sandbox_gets_its_files_back(fake, e2b, 
     assert "with its files back in /mnt/data" in second, second
     assert re.findall(r"cntr_[0-9a-f]+", second) == [c["id"]], second  # its own id only
     assert c3["outputs"][0]["logs"].startswith("kept file"), c3
+
+
+def test_deleting_a_file_never_goes_through_a_symlink(fake, box):
+    """The code turns the directory of a stored file into a symlink to a
+    directory outside /mnt/data holding a file of that name: deleting the
+    stored file through the API removes nothing there."""
+    out = "/tmp/cs-outside" if box.kind == "local" else "../outside"  # the sandbox's own
+    r1 = ask(fake, box, "import os\nos.makedirs('/mnt/data/sub')\n"
+             "open('/mnt/data/sub/keep.txt', 'w').write('in data')", session="ln")
+    cid = cid_of(r1)
+    f = listed(fake, box, cid)["/mnt/data/sub/keep.txt"]
+    ask(fake, box, "import os, shutil\nshutil.rmtree('/mnt/data/sub')\n"
+        "os.makedirs(os.path.join('/mnt/data', %r), exist_ok=True)\n"
+        "open(os.path.join('/mnt/data', %r, 'keep.txt'), 'w').write('outside')\n"
+        "os.symlink(%r, '/mnt/data/sub')" % (out, out, out), session="ln")
+    api(fake, box, "/%s/files/%s" % (cid, f["id"]), "-X", "DELETE")
+    r = ask(fake, box, "import os\nprint(open(os.path.join('/mnt/data', %r, 'keep.txt')).read(),"
+            " os.path.islink('/mnt/data/sub'))" % out, session="ln")
+    assert logs(r).endswith("outside True\n"), logs(r)

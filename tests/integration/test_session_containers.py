@@ -11,8 +11,6 @@ byte readable, and the session's next request gets a new container and
 is told."""
 
 import json
-import os
-import signal
 
 import pytest
 
@@ -20,20 +18,10 @@ import re
 
 from e2b_helpers import ask as ask_raw, calls, e2b, env_for, logs as all_logs, of  # noqa: F401
 from test_containers_api import call, curl
+from test_sessions import rt  # noqa: F401 (a fixture: stops what a test left running)
 
 KEY = "sk-alice"
 FILE_RES = "ContainerFileResource"
-
-
-@pytest.fixture
-def rt(tmp_path):
-    d = tmp_path / "rt"
-    yield d
-    for pidfile in list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")):
-        try:
-            os.kill(int(pidfile.read_text()), signal.SIGTERM)
-        except (ValueError, ProcessLookupError):
-            pass
 
 
 @pytest.fixture(params=["local", "e2b"])

@@ -507,9 +507,6 @@ static void expired_note(struct shim_session *b, const char *old)
              "a new sandbox (%s).]\n", old, b->cid);
 }
 
-/* b's sandbox is new and the one before it (old, or NULL if unknown) is
- * gone: the model is told why, when a deletion ended it, else that it
- * expired (nothing when old is unknown and nothing was deleted). */
 static void deleted_note(struct shim_session *b, const char *gone)
 {
     snprintf(b->note, sizeof(b->note),
@@ -517,6 +514,9 @@ static void deleted_note(struct shim_session *b, const char *gone)
              "gone. This is a new sandbox (%s).]\n", gone, b->cid);
 }
 
+/* b's sandbox is new and the one before it (old, or NULL if unknown) is
+ * gone: the model is told why, when a deletion ended it, else that it
+ * expired (nothing when old is unknown and nothing was deleted). */
 static void lost_note(struct shim_session *b, const char *old)
 {
     char gone[64];
@@ -664,6 +664,8 @@ static int open_remote(struct shim_session *b, const struct shim_session_req *rq
     b->fresh = shim_sandbox_is_new(b->sb);
     if (b->fresh || dead[0])
         lost_note(b, dead[0] ? dead : NULL);
+    else
+        take_deleted(b, dead); /* of an earlier container: this one lives */
     if (!b->note[0] && (old = stale_ref(b, rq)) != NULL)
         expired_note(b, old);
     return 0;
@@ -674,10 +676,8 @@ static int open_remote(struct shim_session *b, const struct shim_session_req *rq
 static void remote_after(struct shim_session *b)
 {
     const char *note = shim_sandbox_take_note(b->sb);
-    char old[64];
+    char old[64], gone[64];
     size_t n;
-
-    char gone[64];
 
     snprintf(old, sizeof(old), "%s", b->cid);
     remote_cid(b);
@@ -769,6 +769,8 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
     b->fresh = created;
     if (created)
         lost_note(b, dead[0] ? dead : stale_ref(b, rq));
+    else
+        take_deleted(b, dead); /* of an earlier container: this one lives */
     LOG_INFO("%s session sandbox %s", created ? "started" : "attached to", b->cid);
     return 0;
 }

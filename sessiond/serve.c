@@ -8,7 +8,7 @@
  * /mnt/data as base64, at most FILE_CHUNK bytes a request: a get names an
  * offset; a put with "first" starts the file, the one with "last" ends
  * it; the chunks of one put together at most CODESHIM_FILE_MAX bytes, or
- * it is refused with EFBIG and forgotten). A result too large for a frame is cut (with a note), and one that
+ * it is refused with EFBIG and forgotten; {"op":"rm"} removes one). A result too large for a frame is cut (with a note), and one that
  * still cannot be sent becomes an error saying so; the connection is
  * never just closed on a result. It ends after CODESHIM_SESSION_TTL
  * seconds without a request, on {"op":"close"} or on SIGTERM, closing the
@@ -194,6 +194,13 @@ static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req, size_t max)
     return file_answer(rc);
 }
 
+static cJSON *remove_file(struct shim_sandbox *sb, const cJSON *req)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
+
+    return file_answer(name ? shim_sandbox_file_remove(sb, name) : -EINVAL);
+}
+
 /* What a connection is greeted with when it is accepted. */
 struct greeting {
     const char *cid, *settings;
@@ -231,10 +238,10 @@ static int serve(int fd, struct shim_sandbox *sb, const struct shim_config *cfg,
             ans = error_answer("Error: the session's sandbox failed.");
         }
         send_answer(fd, envelope(ans, cid, settings), cid, settings);
-    } else if (op && (!strcmp(op, "get") || !strcmp(op, "put"))) {
-        ans = envelope(!strcmp(op, "get") ? get_file(sb, req)
-                                          : put_file(sb, req, (size_t)cfg->file_max),
-                       cid, settings);
+    } else if (op && (!strcmp(op, "get") || !strcmp(op, "put") || !strcmp(op, "rm"))) {
+        ans = envelope(!strcmp(op, "get")   ? get_file(sb, req)
+                       : !strcmp(op, "put") ? put_file(sb, req, (size_t)cfg->file_max)
+                                            : remove_file(sb, req), cid, settings);
         send_answer(fd, ans, cid, settings);
     } else {
         end = op && !strcmp(op, "close");

@@ -16,6 +16,8 @@ struct shim_container {
     int minutes;                          /* expires_after */
     long long order;                      /* creation, in microseconds */
     int explicit_;                        /* made by POST /v1/containers */
+    char session[65]; /* the session whose container it is (session.h's
+                         name of it, a hash), or "" */
 };
 
 struct shim_cfile {

@@ -192,7 +192,7 @@ static CURLcode create(struct call *c)
         return store_error(c, rc, k.id);
     }
     if (copy_file_ids(c, c->api, c->h, k.id, fids, NULL, &cc)) {
-        shim_cstore_delete(c->cfg, c->identity, k.id); /* nothing half made is left */
+        shim_cstore_delete(c->cfg, c->identity, k.id, NULL); /* nothing half made is left */
         cJSON_Delete(req);
         return cc;
     }
@@ -223,15 +223,16 @@ static CURLcode get(struct call *c)
     return rc < 0 ? store_error(c, rc, c->r->cid) : send_json(c, 200, shim_capi_container(&k));
 }
 
+/* The container's files go, and its sandbox (whichever session's it is)
+ * with them: nothing of it is readable afterwards. */
 static CURLcode del(struct call *c)
 {
-    struct shim_session *live;
-    int rc = shim_cstore_delete(c->cfg, c->identity, c->r->cid);
+    struct shim_container k;
+    int rc = shim_cstore_delete(c->cfg, c->identity, c->r->cid, &k);
 
     if (rc < 0)
         return store_error(c, rc, c->r->cid);
-    if (shim_session_find_bound(c->cfg, c->identity, c->r->cid, &live) == 0)
-        shim_session_end(live); /* its sandbox goes with it */
+    shim_session_drop(c->cfg, c->identity, c->r->cid, k.session);
     LOG_INFO("containers API: deleted %s", c->r->cid);
     return send_json(c, 200, shim_capi_deleted(c->r->cid, "container.deleted"));
 }
@@ -252,11 +253,17 @@ static CURLcode files(struct call *c)
     return send_json(c, 200, j);
 }
 
+static void from_live_sandbox(struct call *c, const char *cid, const char *path);
+
 static CURLcode file_meta(struct call *c, int remove)
 {
     struct shim_cfile f;
-    int rc = remove ? shim_cstore_remove(c->cfg, c->identity, c->r->cid, c->r->fid)
-                    : shim_cstore_file(c->cfg, c->identity, c->r->cid, c->r->fid, &f, NULL, NULL);
+    int rc = shim_cstore_file(c->cfg, c->identity, c->r->cid, c->r->fid, &f, NULL, NULL);
+
+    if (rc == 0 && remove) { /* the sandbox's copy first: no sync brings it back */
+        from_live_sandbox(c, c->r->cid, f.path);
+        rc = shim_cstore_remove(c->cfg, c->identity, c->r->cid, c->r->fid);
+    }
 
     if (rc == -ENOENT && shim_cstore_find(c->cfg, c->identity, c->r->cid, NULL, 0) == 0)
         return not_found(c, "file", c->r->fid);
@@ -303,20 +310,37 @@ static CURLcode content(struct call *c)
     return rc;
 }
 
-/* A container whose session is running gets the file in /mnt/data at
- * once (else it is placed there when its sandbox starts: files.h). */
+/* A container whose sandbox is running (a session's, or an explicit
+ * container's) gets the file in /mnt/data at once (else it is placed
+ * there when a sandbox for the container starts: files.h). */
 static void to_live_sandbox(struct call *c, const char *cid, const char *name, const char *data,
                             size_t len)
 {
     struct shim_session *live;
     int rc;
 
-    if (shim_session_find_bound(c->cfg, c->identity, cid, &live) < 0)
+    if (shim_session_find_container(c->cfg, c->identity, cid, &live) < 0)
         return;
     rc = shim_session_file_put(live, name, data, len);
     if (rc < 0)
         LOG_WARN("container %s: the upload is stored, but the running sandbox did not take "
                  "it (%s)", cid, strerror(-rc));
+    shim_session_close(live);
+}
+
+/* A file deleted through the API leaves the running sandbox too. */
+static void from_live_sandbox(struct call *c, const char *cid, const char *path)
+{
+    struct shim_session *live;
+    int rc;
+
+    if (strncmp(path, "/mnt/data/", 10) ||
+        shim_session_find_container(c->cfg, c->identity, cid, &live) < 0)
+        return;
+    rc = shim_session_file_remove(live, path + 10);
+    if (rc < 0 && rc != -ENOENT)
+        LOG_WARN("container %s: %s is deleted, but the running sandbox did not remove it "
+                 "(%s)", cid, path, strerror(-rc));
     shim_session_close(live);
 }
 

@@ -102,6 +102,7 @@ static int read_meta(const char *dir, struct shim_container *c, char owner[65])
     c->minutes = (int)shim_json_int(j, "minutes");
     c->order = shim_json_int(j, "order");
     c->explicit_ = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "explicit"));
+    snprintf(c->session, sizeof(c->session), "%s", (s = shim_json_str(j, "session")) ? s : "");
     c->last_active_at = (long long)st.st_mtime;
     deleted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "deleted"));
     cJSON_Delete(j);
@@ -125,6 +126,8 @@ static int write_meta(const char *dir, const struct shim_container *c, const cha
     cJSON_AddNumberToObject(j, "minutes", c->minutes);
     cJSON_AddNumberToObject(j, "order", (double)c->order);
     cJSON_AddBoolToObject(j, "explicit", c->explicit_);
+    if (c->session[0])
+        cJSON_AddStringToObject(j, "session", c->session);
     if (deleted)
         cJSON_AddTrueToObject(j, "deleted");
     text = cJSON_PrintUnformatted(j);
@@ -332,7 +335,8 @@ int shim_cstore_list(const struct shim_config *cfg, const char *identity,
     return 0;
 }
 
-int shim_cstore_delete(const struct shim_config *cfg, const char *identity, const char *cid)
+int shim_cstore_delete(const struct shim_config *cfg, const char *identity, const char *cid,
+                       struct shim_container *out)
 {
     struct shim_container c;
     char dir[SHIM_PATH_MAX];
@@ -340,7 +344,21 @@ int shim_cstore_delete(const struct shim_config *cfg, const char *identity, cons
 
     if (rc == 0)
         bury(dir, &c, identity);
+    if (rc == 0 && out)
+        *out = c;
     return rc;
+}
+
+int shim_cstore_gone(const struct shim_config *cfg, const char *identity, const char *cid)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX], owner[65];
+
+    if (open_dir(cfg, identity, cid, dir, sizeof(dir), &c) == 0) /* buries an expired one */
+        return 0;
+    if (!cid || strncmp(cid, "cntr_", 5) || dir_of(cfg, cid, dir, sizeof(dir)) < 0)
+        return 0;
+    return read_meta(dir, &c, owner) == -ESTALE && !strcmp(c.id, cid) && !strcmp(owner, identity);
 }
 
 /* ---------------- files ---------------- */

@@ -3,7 +3,7 @@
  * (store.h) so that they outlive the program that made them:
  *   <runtime>/containers/<hash of id>/meta          JSON: id, owner, name,
  *                                                   created_at, minutes,
- *                                                   memory_limit
+ *                                                   memory_limit, session
  *   <runtime>/containers/<hash of id>/f-<file id>   the bytes
  *   <runtime>/containers/<hash of id>/m-<file id>   JSON: path, bytes,
  *                                                   created_at, source
@@ -42,7 +42,13 @@ int shim_cstore_issued(const struct shim_config *cfg, const char *cid);
 /* identity's live containers, oldest first (caller frees *out). */
 int shim_cstore_list(const struct shim_config *cfg, const char *identity,
                      struct shim_container **out, size_t *n);
-int shim_cstore_delete(const struct shim_config *cfg, const char *identity, const char *cid);
+/* Ends container cid: its files go, its id stays known (a tombstone).
+ * *out (if not NULL): its record as it was. */
+int shim_cstore_delete(const struct shim_config *cfg, const char *identity, const char *cid,
+                       struct shim_container *out);
+/* 1 when cid is identity's container and was deleted or has expired (a
+ * sandbox still running for it must not be used again); else 0. */
+int shim_cstore_gone(const struct shim_config *cfg, const char *identity, const char *cid);
 
 /* Stores a file at path (/mnt/data/NAME); a file already at that path is
  * replaced (the new one gets a new id). -EFBIG past file_max, -EDQUOT past

@@ -20,7 +20,7 @@
 #define MAX_CITES 64
 
 const char *shim_files_bound(const struct shim_config *cfg, const char *identity,
-                             const cJSON *req)
+                             const cJSON *req, int in_session)
 {
     struct shim_container k;
     const cJSON *it;
@@ -29,7 +29,7 @@ const char *shim_files_bound(const struct shim_config *cfg, const char *identity
     {
         const char *type = shim_json_str(it, "type"), *c = shim_json_str(it, "container");
         if (type && !strcmp(type, "code_interpreter") && c && !strncmp(c, "cntr_", 5) &&
-            shim_cstore_find(cfg, identity, c, &k, 1) == 0 && k.explicit_)
+            shim_cstore_find(cfg, identity, c, &k, 1) == 0 && (k.explicit_ || !in_session))
             return c;
     }
     return NULL;
@@ -101,19 +101,19 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
         memset(&c, 0, sizeof(c));
         snprintf(c.id, sizeof(c.id), "%s", f->cid);
         snprintf(c.name, sizeof(c.name), "codeshim-auto");
+        snprintf(c.session, sizeof(c.session), "%s", shim_session_key(box));
         c.minutes = cfg->container_minutes;
         if (shim_cstore_create(cfg, identity, &c) < 0 && shim_cstore_find(cfg, identity, f->cid, NULL, 0) < 0)
             LOG_INFO("container %s is not recorded: its files will not be downloadable", f->cid);
     }
     reload(f, cfg, identity);
     replaced_note(f, cfg, identity);
-    if (bound && !shim_session_is_new(box) && shim_session_is_remote(box))
-        restore(f, cfg, identity, box); /* it may have lost them: put them again */
     if (bound && shim_session_is_new(box)) {
         restore(f, cfg, identity, box);
         snprintf(f->note, sizeof(f->note),
-                 "[Note: the earlier sandbox of container %s has expired; its variables and "
-                 "imports are not here. This is a new sandbox for the same container%s.]\n",
+                 "[Note: the earlier sandbox of container %s has expired (or was started "
+                 "with other sandbox settings); its variables and imports are not here. This "
+                 "is a new sandbox for the same container%s.]\n",
                  f->cid, f->n ? ", with its files back in /mnt/data" : "");
     }
 }

@@ -5,9 +5,10 @@
  * final text links them (sandbox:/mnt/data/NAME, cite.h).
  *
  * A request's own (auto) container is recorded with CODESHIM_CONTAINER_
- * MINUTES of idle expiry; an explicit one (POST /v1/containers, named in
- * tools[].container) already is, and a sandbox started for it afresh gets
- * the stored files back in /mnt/data before any code runs. */
+ * MINUTES of idle expiry (and, for a session's, the session it is for);
+ * an explicit one (POST /v1/containers) already is. A container named in
+ * tools[].container is bound: a sandbox started for it afresh gets the
+ * stored files back in /mnt/data before any code runs. */
 #ifndef SHIM_FILES_H
 #define SHIM_FILES_H
 
@@ -45,11 +46,14 @@ struct shim_files {
     char note[400]; /* for the model, once: the sandbox is new, files back */
 };
 
-/* The explicit container a request names (tools[].container = "cntr_..."
- * that identity made with POST /v1/containers), or NULL (a request's own
- * container named again is found as sessions find it). Borrowed. */
+/* The container a request names (tools[].container = "cntr_..." of
+ * identity's, made with POST /v1/containers, or, unless the request is in
+ * a session (in_session), a request's or session's own), or NULL. Its
+ * running sandbox is used, else one started for it, with its files back
+ * in /mnt/data. (A session's request naming another container is the
+ * session's still, told when that container is not its own.) Borrowed. */
 const char *shim_files_bound(const struct shim_config *cfg, const char *identity,
-                             const cJSON *req);
+                             const cJSON *req, int in_session);
 /* Collects and fetches the request's files into *in. 0, or -EINVAL with
  * why (whysz bytes) and *param for the program's 400: a bad file_data,
  * an unsafe name, too many or too large files, or a file id the

@@ -43,6 +43,7 @@ struct run {
     int live_turn; /* the last upstream answer came as a stream */
     int streaming; /* SSE headers and first events sent */
     int executed;
+    int bound; /* the sandbox is a container tools[].container names */
     int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
     cJSON *calls; /* each call so far as a cassette matches on it (match.h) */
@@ -83,10 +84,11 @@ static int open_box(struct run *r)
     rq.session_id = shim_conv_session_id(r->req);
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
-    rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req);
+    rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req, rq.session_id != NULL);
     rc = shim_session_open(r->cfg, &rq, &r->box);
+    r->bound = rq.bind_container != NULL;
     if (rc == 0) {
-        shim_files_opened(&r->files, r->cfg, r->identity, r->box, rq.bind_container != NULL);
+        shim_files_opened(&r->files, r->cfg, r->identity, r->box, r->bound);
         shim_files_place(&r->files, r->cfg, r->identity, r->box, &r->in);
     }
     return rc;
@@ -108,12 +110,20 @@ static void note_call(struct run *r, const struct shim_call *c)
     cJSON_AddItemToArray(r->calls, o);
 }
 
+/* The sandbox is new since the request opened it: its container's files
+ * as for a sandbox just opened (files.h). */
+static void files_again(struct run *r)
+{
+    shim_files_free(&r->files);
+    shim_files_opened(&r->files, r->cfg, r->identity, r->box, r->bound);
+}
+
 /* Runs one call of codeshim's tool; every outcome becomes tool output.
  * A streaming program sees the call start before the sandbox runs. */
 static void run_call(struct run *r, struct shim_call *c)
 {
     const char *why = NULL, *note, *fnote;
-    int rc = 0;
+    int rc = 0, renewed;
 
     c->executed = 1;
     r->executed++;
@@ -145,11 +155,19 @@ static void run_call(struct run *r, struct shim_call *c)
                           "); the code may not have run.");
         c->status = "failed";
     } else {
-        /* the container may have been restarted: report the one used */
+        /* the sandbox may have been restarted: report the container used,
+         * keep its files there (the old one's are not this sandbox's), and
+         * put a bound container's back (after what the new one wrote is
+         * kept) */
         snprintf(c->container_id, sizeof(c->container_id), "%s",
                  shim_session_container_id(r->box));
+        renewed = shim_session_take_renewed(r->box) || strcmp(c->container_id, r->files.cid);
+        if (renewed && !r->bound)
+            files_again(r);
         if (c->res.files_changed)
             shim_files_sync(&r->files, r->cfg, r->identity, r->box, c->res.files, c->res.nfiles);
+        if (renewed && r->bound)
+            files_again(r);
         note = shim_session_take_note(r->box);
         fnote = shim_files_take_note(&r->files);
         c->output = join3(note ? note : "", fnote ? fnote : "", c->res.logs ? c->res.logs : "");

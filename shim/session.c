@@ -10,6 +10,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "config.h"
+#include "cstore.h"
 #include "json.h"
 #include "log.h"
 #include "proto.h"
@@ -46,7 +47,9 @@ struct shim_session {
     char settings[65]; /* shim_session_settings(cfg) */
     char cid[64];
     char bind[64]; /* the explicit container this session is, or "" */
-    int fresh;     /* its sandbox started with this open */
+    char identity[65];
+    int fresh;     /* its sandbox started with this open, or since */
+    int renewed;   /* a new sandbox since the open (shim_session_take_renewed) */
     char note[512];
 };
 
@@ -194,6 +197,49 @@ static void close_session(const char *dir, int timeout_ms)
         if (pid > 1)
             kill((pid_t)pid, SIGTERM);
     }
+}
+
+/* Ends the session in dir and waits (boundedly) until it no longer
+ * answers: nothing attaches to it afterwards. */
+static void end_session(const char *dir)
+{
+    int waited = 0;
+
+    close_session(dir, 5000);
+    while (alive(dir) && waited < 5000) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+        waited += 10;
+    }
+}
+
+/* ---------------- deleted containers ---------------- */
+
+/* iddir/d-<session>: the container of that session a deletion ended, so
+ * that the session's next sandbox can tell the model. */
+static int deleted_file(const char *iddir, const char *name, char *out, size_t n)
+{
+    char f[80];
+
+    if (!iddir[0] || !shim_session_is_name(name))
+        return -ENOENT;
+    snprintf(f, sizeof(f), "d-%s", name);
+    return shim_store_join(out, n, iddir, f);
+}
+
+/* The container a deletion ended for b's session, taken (""/-ENOENT if
+ * none). */
+static int take_deleted(struct shim_session *b, char out[64])
+{
+    char p[SHIM_PATH_MAX + 80];
+
+    out[0] = '\0';
+    if (deleted_file(b->iddir, b->name, p, sizeof(p)) < 0 || shim_store_read(p, out, 64, 1) < 0) {
+        out[0] = '\0';
+        return -ENOENT;
+    }
+    unlink(p);
+    return 0;
 }
 
 /* ---------------- starting a session host ---------------- */
@@ -461,6 +507,26 @@ static void expired_note(struct shim_session *b, const char *old)
              "a new sandbox (%s).]\n", old, b->cid);
 }
 
+static void deleted_note(struct shim_session *b, const char *gone)
+{
+    snprintf(b->note, sizeof(b->note),
+             "[Note: container %.64s was deleted; its variables, imports and files are "
+             "gone. This is a new sandbox (%s).]\n", gone, b->cid);
+}
+
+/* b's sandbox is new and the one before it (old, or NULL if unknown) is
+ * gone: the model is told why, when a deletion ended it, else that it
+ * expired (nothing when old is unknown and nothing was deleted). */
+static void lost_note(struct shim_session *b, const char *old)
+{
+    char gone[64];
+
+    if (take_deleted(b, gone) == 0 && gone[0] && strcmp(gone, b->cid))
+        deleted_note(b, gone);
+    else if (old && old[0] && strcmp(old, b->cid))
+        expired_note(b, old);
+}
+
 /* A referred-to container that is not the one in use, if any. */
 static const char *stale_ref(const struct shim_session *b, const struct shim_session_req *rq)
 {
@@ -507,13 +573,14 @@ static void remote_hash(const char *tag, const char *a, const char *b, char out[
     shim_sha256_final_hex(&s, 16, out);
 }
 
-static int remote_sandbox(const struct shim_config *cfg, const struct shim_session_req *rq,
-                          const char *settings, int find_only, struct shim_sandbox **sb)
+/* One lookup (or, unless find_only, a sandbox made) in the backend:
+ * by session name when session is set, else by container cid. */
+static int remote_open(const struct shim_config *cfg, const struct shim_session_req *rq,
+                       const char *settings, const char *session, const char *cid,
+                       int find_only, struct shim_sandbox **sb)
 {
-    char owner[65], salt[65], session[65];
+    char owner[65], salt[65];
     struct shim_sandbox_tag tag;
-    size_t i;
-    int rc;
 
     remote_hash("codeshim-e2b-owner-v1", rq->identity, "", owner);
     remote_hash("codeshim-e2b-salt-v1", rq->identity, settings, salt);
@@ -522,36 +589,84 @@ static int remote_sandbox(const struct shim_config *cfg, const struct shim_sessi
     tag.salt = salt;
     tag.cap = cfg->session_cap;
     tag.ttl_s = cfg->session_ttl_s;
-    tag.find_only = find_only;
+    tag.find_only = find_only || !session;
+    tag.session = session;
+    tag.container = session ? NULL : cid;
+    return shim_sandbox_open_at(cfg, rq->net, &tag, sb);
+}
+
+/* name: the session's name when rq is keyed by one (else ""). An
+ * explicit container rq names is first looked for as the container of
+ * some session (one named later in tools[].container), then as its own
+ * session. */
+static int remote_sandbox(const struct shim_config *cfg, const struct shim_session_req *rq,
+                          const char *settings, int find_only, struct shim_sandbox **sb,
+                          char name[65])
+{
+    size_t i;
+    int rc;
+
+    name[0] = '\0';
+    if (rq->bind_container &&
+        (rc = remote_open(cfg, rq, settings, NULL, rq->bind_container, 1, sb)) != -ENOENT)
+        return rc;
     if (rq->session_id || rq->bind_container) {
-        keyed_name(rq->identity, rq->session_id, rq->bind_container, settings, session);
-        tag.session = session;
-        return shim_sandbox_open_at(cfg, rq->net, &tag, sb);
+        keyed_name(rq->identity, rq->session_id, rq->bind_container, settings, name);
+        return remote_open(cfg, rq, settings, name, NULL, find_only, sb);
     }
     for (i = 0; i < rq->ncontainers; i++) {
         if (!rq->containers[i] || strncmp(rq->containers[i], "cntr_", 5))
             continue;
-        tag.container = rq->containers[i];
-        rc = shim_sandbox_open_at(cfg, rq->net, &tag, sb);
+        rc = remote_open(cfg, rq, settings, NULL, rq->containers[i], 1, sb);
         if (rc != -ENOENT)
             return rc;
     }
     return 1;
 }
 
-/* A session kept by the backend itself (e2b): no supervisor, no lock. */
+static void remote_cid(struct shim_session *b)
+{
+    /* an explicit container keeps its own id, whatever the backend calls it */
+    snprintf(b->cid, sizeof(b->cid), "%s", b->bind[0] ? b->bind : shim_sandbox_container_id(b->sb));
+}
+
+/* A session kept by the backend itself (e2b): no supervisor, no lock. A
+ * sandbox of a container deleted (or expired) meanwhile is ended, and
+ * another one had. */
 static int open_remote(struct shim_session *b, const struct shim_session_req *rq)
 {
-    int rc = remote_sandbox(b->cfg, rq, b->settings, 0, &b->sb);
+    int rc = remote_sandbox(b->cfg, rq, b->settings, 0, &b->sb, b->name);
     const char *old;
+    char dead[64] = "";
 
+    if (rc == 0) {
+        remote_cid(b);
+        if (shim_cstore_gone(b->cfg, rq->identity, b->cid)) {
+            LOG_INFO("e2b sandbox %s: its container is gone; ending it", b->cid);
+            snprintf(dead, sizeof(dead), "%s", b->cid);
+            shim_sandbox_end(b->sb);
+            b->sb = NULL;
+            rc = remote_sandbox(b->cfg, rq, b->settings, 0, &b->sb, b->name);
+            if (rc == 0) {
+                remote_cid(b);
+                if (!strcmp(b->cid, dead)) { /* it could not be ended: not this one */
+                    shim_sandbox_close(b->sb);
+                    b->sb = NULL;
+                    rc = 1;
+                }
+            }
+        }
+    }
     if (rc == 1)
         return open_private(b, rq);
     if (rc < 0)
         return rc;
-    /* an explicit container keeps its own id, whatever the backend calls it */
-    snprintf(b->cid, sizeof(b->cid), "%s", b->bind[0] ? b->bind : shim_sandbox_container_id(b->sb));
-    if ((old = stale_ref(b, rq)) != NULL)
+    b->fresh = shim_sandbox_is_new(b->sb);
+    if (b->fresh || dead[0])
+        lost_note(b, dead[0] ? dead : NULL);
+    else
+        take_deleted(b, dead); /* of an earlier container: this one lives */
+    if (!b->note[0] && (old = stale_ref(b, rq)) != NULL)
         expired_note(b, old);
     return 0;
 }
@@ -561,18 +676,48 @@ static int open_remote(struct shim_session *b, const struct shim_session_req *rq
 static void remote_after(struct shim_session *b)
 {
     const char *note = shim_sandbox_take_note(b->sb);
-    size_t n = strlen(b->note);
+    char old[64], gone[64];
+    size_t n;
 
-    snprintf(b->cid, sizeof(b->cid), "%s", b->bind[0] ? b->bind : shim_sandbox_container_id(b->sb));
+    snprintf(old, sizeof(old), "%s", b->cid);
+    remote_cid(b);
+    if (note)
+        b->fresh = b->renewed = 1;
+    if (note && b->bind[0])
+        return; /* the container's own note says it (files.h), under its id */
+    if (note && strcmp(old, b->cid) && take_deleted(b, gone) == 0 && !strcmp(gone, old)) {
+        deleted_note(b, old); /* not vanished: a deletion ended it */
+        return;
+    }
+    n = strlen(b->note);
     if (note)
         snprintf(b->note + n, sizeof(b->note) - n, "%s", note);
+}
+
+/* The attached session's container was deleted (or expired) meanwhile:
+ * its sandbox is ended, and one is had again (1 when rq is keyed by
+ * neither a session nor a container: a private sandbox then). Called
+ * with the identity locked. */
+static int replace_gone(struct shim_session *b, int keyed, int *created, char dead[64])
+{
+    int rc;
+
+    dead[0] = '\0';
+    if (!shim_cstore_gone(b->cfg, b->identity, b->cid))
+        return 0;
+    LOG_INFO("session sandbox %s: its container is gone; ending it", b->cid);
+    snprintf(dead, 64, "%s", b->cid);
+    end_session(b->dir);
+    rc = keyed ? attach(b, created) : 1;
+    return rc == 0 && !strcmp(b->cid, dead) ? 1 : rc; /* not ended yet: not this one */
 }
 
 int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
                   struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
-    int lk, rc = 0, created = 0, found = 0;
+    int lk, rc = 0, created = 0, found = 0, keyed;
+    char dead[64] = "";
     size_t i;
 
     if (!b)
@@ -580,10 +725,14 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
     b->cfg = cfg;
     shim_session_settings(cfg, b->settings);
     *out = b;
+    snprintf(b->identity, sizeof(b->identity), "%s", rq->identity ? rq->identity : "");
     if (rq->bind_container && strlen(rq->bind_container) < sizeof(b->bind))
         snprintf(b->bind, sizeof(b->bind), "%s", rq->bind_container);
-    if ((rq->session_id || rq->ncontainers || b->bind[0]) && shim_sandbox_keeps_sessions(cfg))
+    if ((rq->session_id || rq->ncontainers || b->bind[0]) && shim_sandbox_keeps_sessions(cfg)) {
+        if (shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
+            b->iddir[0] = '\0'; /* no note of deletions then */
         return open_remote(b, rq);
+    }
     if ((!rq->session_id && !rq->ncontainers && !b->bind[0]) ||
         shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
         return open_private(b, rq);
@@ -592,7 +741,10 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         LOG_WARN("session lock: %s; using a private sandbox", strerror(-lk));
         return open_private(b, rq);
     }
-    if (b->bind[0] || rq->session_id) {
+    keyed = b->bind[0] || rq->session_id;
+    if (b->bind[0] && find_container(b, b->bind)) {
+        rc = attach(b, &created); /* a container of a session, named later */
+    } else if (keyed) {
         keyed_name(rq->identity, rq->session_id, b->bind, b->settings, b->name);
         rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
@@ -602,6 +754,8 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
             found = rq->containers[i] && find_container(b, rq->containers[i]);
         rc = found ? attach(b, &created) : 1;
     }
+    if (rc == 0 && !created)
+        rc = replace_gone(b, keyed, &created, dead);
     if (rc == 0) /* mark as recently used, for the LRU cap */
         utimensat(AT_FDCWD, b->dir, NULL, 0);
     close(lk);
@@ -609,11 +763,14 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         if (rc < 0)
             LOG_WARN("session unavailable (%s); using a private sandbox", strerror(-rc));
         b->dir[0] = '\0';
+        b->name[0] = '\0';
         return open_private(b, rq);
     }
     b->fresh = created;
-    if (created && stale_ref(b, rq))
-        expired_note(b, stale_ref(b, rq));
+    if (created)
+        lost_note(b, dead[0] ? dead : stale_ref(b, rq));
+    else
+        take_deleted(b, dead); /* of an earlier container: this one lives */
     LOG_INFO("%s session sandbox %s", created ? "started" : "attached to", b->cid);
     return 0;
 }
@@ -623,8 +780,9 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
 enum stage { NOT_REACHED, NOT_SENT, SENT };
 
 /* The supervisor's greeting: the session must have our settings; a new
- * container id means the sandbox is not the one we attached to. */
-static int greeting(struct shim_session *b, int fd, int timeout_ms)
+ * container id means the sandbox is not the one we attached to: adopted
+ * (with a note) when adopt, else -ESTALE (files are not for it). */
+static int greeting(struct shim_session *b, int fd, int timeout_ms, int adopt)
 {
     cJSON *g = NULL;
     const char *set, *cid;
@@ -637,10 +795,13 @@ static int greeting(struct shim_session *b, int fd, int timeout_ms)
         if (!set || strcmp(set, b->settings) || !cid || strlen(cid) >= sizeof(b->cid)) {
             LOG_ERR("session %s answered with other settings or no container id", b->name);
             rc = -EPROTO;
+        } else if (strcmp(cid, b->cid) && !adopt) {
+            rc = -ESTALE;
         } else if (strcmp(cid, b->cid)) {
             snprintf(old, sizeof(old), "%s", b->cid);
             snprintf(b->cid, sizeof(b->cid), "%s", cid);
-            expired_note(b, old);
+            b->fresh = b->renewed = 1;
+            lost_note(b, old);
         }
     }
     cJSON_Delete(g);
@@ -659,7 +820,7 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     *stage = NOT_REACHED;
     if (fd < 0)
         return fd;
-    rc = greeting(b, fd, timeout);
+    rc = greeting(b, fd, timeout, 1);
     if (rc != -ECONNRESET) /* closed before its greeting: the supervisor was ending */
         *stage = NOT_SENT;
     if (rc == 0) {
@@ -725,8 +886,10 @@ static int reattach(struct shim_session *b)
     rc = lk < 0 ? lk : attach(b, &created);
     if (lk >= 0)
         close(lk);
-    if (rc == 0 && created)
-        expired_note(b, old);
+    if (rc == 0 && created) {
+        b->fresh = b->renewed = 1;
+        lost_note(b, old);
+    }
     return rc;
 }
 
@@ -757,6 +920,11 @@ int shim_session_exec(struct shim_session *b, const char *code, size_t len,
 const char *shim_session_container_id(const struct shim_session *b)
 {
     return b ? b->cid : "";
+}
+
+const char *shim_session_key(const struct shim_session *b)
+{
+    return b && shim_session_is_name(b->name) ? b->name : "";
 }
 
 const char *shim_session_take_note(struct shim_session *b)
@@ -792,7 +960,7 @@ static int file_call(struct shim_session *b, cJSON *msg, cJSON **ans)
         cJSON_Delete(msg);
         return fd;
     }
-    rc = greeting(b, fd, 30000);
+    rc = greeting(b, fd, 30000, 0);
     if (rc == 0)
         rc = msg ? shim_proto_send(fd, msg, 30000) : -ENOMEM;
     if (rc == 0)
@@ -888,27 +1056,44 @@ int shim_session_file_put(struct shim_session *b, const char *name, const void *
     return 0;
 }
 
-int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
-                            const char *cid, struct shim_session **out)
+int shim_session_file_remove(struct shim_session *b, const char *name)
+{
+    cJSON *msg, *ans = NULL;
+    int rc;
+
+    if (b->sb)
+        return shim_sandbox_file_remove(b->sb, name);
+    if (!(msg = cJSON_CreateObject()))
+        return -ENOMEM;
+    cJSON_AddStringToObject(msg, "op", "rm");
+    cJSON_AddStringToObject(msg, "name", name);
+    rc = file_call(b, msg, &ans);
+    cJSON_Delete(ans);
+    return rc;
+}
+
+int shim_session_find_container(const struct shim_config *cfg, const char *identity,
+                                const char *cid, struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
 
     *out = NULL;
     if (!b)
         return -ENOMEM;
-    if (!cid || strncmp(cid, "cntr_", 5)) {
+    if (!cid || strncmp(cid, "cntr_", 5) || strlen(cid) >= sizeof(b->bind)) {
         free(b);
         return -ENOENT;
     }
     b->cfg = cfg;
     shim_session_settings(cfg, b->settings);
-    snprintf(b->bind, sizeof(b->bind), "%.63s", cid);
+    snprintf(b->identity, sizeof(b->identity), "%s", identity);
+    snprintf(b->bind, sizeof(b->bind), "%s", cid);
     if (shim_sandbox_keeps_sessions(cfg)) { /* e2b: found in e2b, never made here */
         struct shim_session_req rq;
         memset(&rq, 0, sizeof(rq));
         rq.identity = identity;
         rq.bind_container = b->bind;
-        if (remote_sandbox(cfg, &rq, b->settings, 1, &b->sb) != 0) {
+        if (remote_sandbox(cfg, &rq, b->settings, 1, &b->sb, b->name) != 0) {
             free(b);
             return -ENOENT;
         }
@@ -916,15 +1101,36 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
         *out = b;
         return 0;
     }
-    keyed_name(identity, NULL, b->bind, b->settings, b->name);
     if (shim_store_identity_dir(cfg, identity, b->iddir, sizeof(b->iddir)) < 0 ||
-        shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name) < 0 || !alive(b->dir)) {
+        !find_container(b, cid)) { /* whichever session's container it is */
         free(b);
         return -ENOENT;
     }
-    snprintf(b->cid, sizeof(b->cid), "%s", b->bind);
+    snprintf(b->cid, sizeof(b->cid), "%s", cid);
     *out = b;
     return 0;
+}
+
+void shim_session_drop(const struct shim_config *cfg, const char *identity, const char *cid,
+                       const char *session)
+{
+    struct shim_session *live;
+    char iddir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
+    int lk = -1;
+
+    if (shim_store_identity_dir(cfg, identity, iddir, sizeof(iddir)) == 0) {
+        if (session && deleted_file(iddir, session, p, sizeof(p)) == 0 &&
+            shim_store_write(p, cid) < 0)
+            LOG_WARN("container %s: its session will not be told of its deletion", cid);
+        if (!shim_sandbox_keeps_sessions(cfg))
+            lk = shim_session_lock(iddir, LOCK_WAIT_MS); /* no open attaches meanwhile */
+    }
+    if (shim_session_find_container(cfg, identity, cid, &live) == 0) {
+        LOG_INFO("container %s deleted: its sandbox is ended", cid);
+        shim_session_end(live);
+    }
+    if (lk >= 0)
+        close(lk);
 }
 
 int shim_session_is_new(const struct shim_session *b)
@@ -937,7 +1143,7 @@ void shim_session_end(struct shim_session *b)
     if (!b)
         return;
     if (!b->sb && b->dir[0])
-        close_session(b->dir, 5000);
+        end_session(b->dir);
     if (b->sb) {
         shim_sandbox_end(b->sb);
         b->sb = NULL;
@@ -945,7 +1151,11 @@ void shim_session_end(struct shim_session *b)
     shim_session_close(b);
 }
 
-int shim_session_is_remote(const struct shim_session *b)
+int shim_session_take_renewed(struct shim_session *b)
 {
-    return b && b->sb && shim_sandbox_keeps_sessions(b->cfg);
+    int r = b && b->renewed;
+
+    if (b)
+        b->renewed = 0;
+    return r;
 }

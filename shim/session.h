@@ -22,6 +22,9 @@
  *   <runtime>/<identity hash>/<session hash>/   supervisor's dir (sock, pid)
  *   <runtime>/<identity hash>/hosts/<settings>/  session host's (sock, pid)
  *   <runtime>/<identity hash>/c-<hash of container id, settings> -> session
+ *   <runtime>/<identity hash>/d-<session>        the container id a deletion
+ *                                                ended, until the session's
+ *                                                next sandbox says so
  * Names are hashes: they reveal neither keys nor session ids. The runtime
  * directory must be private to the user (store.h), else sessions are
  * refused (and each request gets a private sandbox). Each identity holds
@@ -33,6 +36,9 @@
  * supervisor when the old one is gone. Once the code is sent, a lost
  * connection or an unusable answer becomes a failed result whose text says
  * what happened; the code is never run again for it.
+ *
+ * A sandbox whose container was deleted or has expired (cstore.h) is never
+ * used again: an open that finds one ends it and starts another.
  *
  * A backend that keeps its sandboxes itself (e2b) needs no supervisor: a
  * session's sandbox is found again in the backend (session.c tags it), with
@@ -80,17 +86,34 @@ int shim_session_file_get(struct shim_session *b, const char *name, size_t max, 
                           size_t *len);
 int shim_session_file_put(struct shim_session *b, const char *name, const void *data,
                           size_t len);
-/* The running session of explicit container cid, if there is one (none is
- * started): 0 with *out (close it), or -ENOENT. */
-int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
-                            const char *cid, struct shim_session **out);
-/* Ends a found session's sandbox now (its supervisor exits) and closes b. */
+/* Removes a file of the sandbox's /mnt/data (sandbox.h's contract). */
+int shim_session_file_remove(struct shim_session *b, const char *name);
+/* The running sandbox of container cid, whichever session's it is (a
+ * session id's, an explicit container's, or one named later in
+ * tools[].container), if there is one (none is started): 0 with *out
+ * (close it), or -ENOENT. File calls on it fail (-ESTALE) once it is
+ * another container's. */
+int shim_session_find_container(const struct shim_config *cfg, const char *identity,
+                                const char *cid, struct shim_session **out);
+/* Ends a found session's sandbox now (its supervisor exits, waited for)
+ * and closes b. */
 void shim_session_end(struct shim_session *b);
-/* Whether the sandbox is kept by its backend elsewhere (e2b): whether it
- * still holds a container's files codeshim cannot tell. */
-int shim_session_is_remote(const struct shim_session *b);
-/* Whether the sandbox was started by this open (its /mnt/data is empty). */
+/* Container cid was deleted: its running sandbox, if any, is ended (under
+ * the identity's lock: no request attaches to it meanwhile), and session
+ * (shim_session_key of the session it was made for, or "") is left a
+ * mark, so that the session's next sandbox tells the model its container
+ * was deleted. */
+void shim_session_drop(const struct shim_config *cfg, const char *identity, const char *cid,
+                       const char *session);
+/* The session's name (a hash, shim_session_name) when the sandbox is a
+ * session's, else "". */
+const char *shim_session_key(const struct shim_session *b);
+/* Whether the sandbox was started by this open, or since (its /mnt/data
+ * was empty). */
 int shim_session_is_new(const struct shim_session *b);
+/* Whether a new sandbox replaced the one in use since the open (or the
+ * last call): a lost one, started again. Cleared by the call. */
+int shim_session_take_renewed(struct shim_session *b);
 
 /* The fingerprint of cfg's sandbox settings: backend, isolation on or
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU

@@ -52,6 +52,7 @@ struct e2b {
     struct shim_e2b_box box;
     int have_box;
     int fresh;          /* created here and not yet reached */
+    int made;           /* tagged: created by the open, not found again */
     double deadline;    /* private: when e2b ends it (clock seconds) */
     int tagged;
     char owner[65], session[65], salt[65];
@@ -92,6 +93,24 @@ struct e2b {
     " _cs_s.st_mtime_ns])\n"                                                   \
     "print(_cs_json.dumps(sorted(_cs_l)))\n"                                   \
     "del _cs_os, _cs_json, _cs_l\n"
+/* %s: the file's path under /mnt/data as a JSON string (a Python literal
+ * too); a regular file, never reached through a symlink */
+#define REMOVE_PY                                                              \
+    "# codeshim: remove a file of /mnt/data\n"                                 \
+    "import os as _cs_os, stat as _cs_st\n"                                    \
+    "_cs_d, _cs_r = '/mnt/data', 'none'\n"                                     \
+    "try:\n"                                                                   \
+    "    for _cs_x in %s.split('/'):\n"                                        \
+    "        if _cs_os.path.islink(_cs_d):\n"                                  \
+    "            raise FileNotFoundError\n"                                    \
+    "        _cs_d = _cs_os.path.join(_cs_d, _cs_x)\n"                         \
+    "    if _cs_st.S_ISREG(_cs_os.lstat(_cs_d).st_mode):\n"                    \
+    "        _cs_os.remove(_cs_d)\n"                                           \
+    "        _cs_r = 'removed'\n"                                              \
+    "except (FileNotFoundError, NotADirectoryError):\n"                        \
+    "    pass\n"                                                               \
+    "print(_cs_r)\n"                                                           \
+    "del _cs_os, _cs_st, _cs_d, _cs_r\n"
 
 /* ---------------- names ---------------- */
 
@@ -314,8 +333,8 @@ static int op_create_at(const struct shim_config *cfg, const struct shim_http_ne
         *state = NULL;
         return rc < 0 ? rc : -ENOENT;
     }
-    if (rc == 0)
-        rc = create_box(e);
+    if (rc == 0 && (rc = create_box(e)) == 0)
+        e->made = 1;
     if (rc < 0) /* said at the first execution, which tries again */
         snprintf(e->err, sizeof(e->err), "%s", e->api.why);
     else
@@ -607,6 +626,42 @@ static int op_file_put(void *state, const char *name, const void *data, size_t l
     return shim_e2b_file_put(&e->api, &e->box, abs, data, len);
 }
 
+/* Removed by a cell of codeshim's own (envd's file API has no delete). */
+static int op_file_remove(void *state, const char *name)
+{
+    struct e2b *e = state;
+    char abs[600], *code, *out = NULL, *lit = NULL;
+    cJSON *s;
+    size_t n;
+    int rc = file_target(e, name, abs, sizeof(abs));
+
+    if (rc < 0 || !strcmp(name, ".") || strstr(name, "//") || name[strlen(name) - 1] == '/')
+        return rc < 0 ? rc : -EINVAL;
+    if ((s = cJSON_CreateString(name)) != NULL)
+        lit = cJSON_PrintUnformatted(s);
+    cJSON_Delete(s);
+    n = lit ? sizeof(REMOVE_PY) + strlen(lit) : 0;
+    code = n ? malloc(n) : NULL;
+    if (!code) {
+        free(lit);
+        return -ENOMEM;
+    }
+    snprintf(code, n, REMOVE_PY, lit);
+    free(lit);
+    out = own_cell(e, code);
+    free(code);
+    rc = !out ? -EIO : !strncmp(out, "removed", 7) ? 0 : !strncmp(out, "none", 4) ? -ENOENT : -EIO;
+    free(out);
+    return rc;
+}
+
+static int op_is_new(void *state)
+{
+    struct e2b *e = state;
+
+    return !e->tagged || e->made;
+}
+
 const struct shim_sandbox_ops shim_sandbox_e2b = {
     .name = "e2b",
     .create = op_create,
@@ -618,4 +673,6 @@ const struct shim_sandbox_ops shim_sandbox_e2b = {
     .file_get = op_file_get,
     .end = op_end,
     .file_put = op_file_put,
+    .file_remove = op_file_remove,
+    .is_new = op_is_new,
 };

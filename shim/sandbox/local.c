@@ -154,6 +154,11 @@ static int local_file_put(void *state, const char *name, const void *data, size_
     return shim_local_file_put(state, name, data, len);
 }
 
+static int local_file_remove(void *state, const char *name)
+{
+    return shim_local_file_remove(state, name);
+}
+
 /* ---- handing a sandbox to a fork of this process (sandbox.h) ---- */
 
 static int local_warm(const struct shim_config *cfg)
@@ -222,6 +227,7 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .destroy = local_destroy,
     .file_get = local_file_get,
     .file_put = local_file_put,
+    .file_remove = local_file_remove,
     .warm = local_warm,
     .create_forked = local_create_forked,
     .disown = local_disown,

@@ -1,7 +1,8 @@
 /* local_files.c - the files of a local sandbox's /mnt/data, moved between
  * executions through the supervisor (worker.py: G and P frames): read in
  * chunks up to a cap, written through a hidden part file that becomes the
- * file only with its last chunk, so the code never sees half a file. The
+ * file only with its last chunk, so the code never sees half a file, and
+ * removed (U frames: one regular file, never through a symlink). The
  * sandbox is started first if it is not up (a container's files may
  * arrive before any code). A supervisor that answers out of turn ends the
  * sandbox, as in local_exec.c. */
@@ -146,4 +147,28 @@ int shim_local_file_put(struct shim_local *l, const char *name, const void *data
         off += n;
     } while (off < len);
     return 0;
+}
+
+int shim_local_file_remove(struct shim_local *l, const char *name)
+{
+    int64_t deadline = shim_clock_ms() + FILE_WAIT_MS;
+    size_t nl = strlen(name), rn;
+    unsigned long long size;
+    unsigned char head[5];
+    struct shim_buf fr;
+    const char *rd;
+    char st;
+    int rc;
+
+    if (!nl || nl > 4096)
+        return -EINVAL;
+    if ((rc = ensure_up(l)) < 0)
+        return rc;
+    head[0] = 'U';
+    shim_frame_put32(head + 1, ++l->seq);
+    if ((rc = shim_frame_send(l->fd, head, sizeof(head), name, nl, deadline)) < 0 ||
+        (rc = recv_reply(l, &fr, deadline, &st, &size, &rd, &rn)) < 0)
+        return failed(l, rc);
+    shim_buf_free(&fr);
+    return st == 'O' ? 0 : st == 'N' ? -ENOENT : -EIO;
 }

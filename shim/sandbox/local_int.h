@@ -233,9 +233,11 @@ int shim_local_spare_forked(const struct shim_local_params *p);
 /* local_files.c: a file of /mnt/data (name relative to it) into a new
  * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not a
  * regular file), and a file written whole as name (no "/"), replacing one
- * of that name atomically. 0 or -errno. */
+ * of that name atomically, and a regular file removed (-ENOENT when there
+ * is none). 0 or -errno. */
 int shim_local_file_get(struct shim_local *l, const char *name, size_t max, char **out,
                         size_t *len);
 int shim_local_file_put(struct shim_local *l, const char *name, const void *data, size_t len);
+int shim_local_file_remove(struct shim_local *l, const char *name);
 
 #endif

@@ -175,6 +175,23 @@ int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void 
     return rc;
 }
 
+int shim_sandbox_file_remove(struct shim_sandbox *sb, const char *name)
+{
+    int rc;
+
+    if (!sb->ops->file_remove)
+        return -ENOTSUP;
+    pthread_mutex_lock(&sb->mu);
+    rc = sb->ops->file_remove(sb->state, name);
+    pthread_mutex_unlock(&sb->mu);
+    return rc;
+}
+
+int shim_sandbox_is_new(const struct shim_sandbox *sb)
+{
+    return !sb || !sb->ops->is_new || sb->ops->is_new(sb->state);
+}
+
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb)
 {
     const char *own;

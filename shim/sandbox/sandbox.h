@@ -56,6 +56,13 @@ int shim_sandbox_file_get(struct shim_sandbox *sb, const char *name, size_t max,
  * old file or the new one, never a part. 0 or -errno. */
 int shim_sandbox_file_put(struct shim_sandbox *sb, const char *name, const void *data,
                           size_t len);
+/* Removes /mnt/data/name (relative, as result.h lists them; never through
+ * a symlink), a regular file: 0, -ENOENT when there is none, -ENOTSUP
+ * (the backend has no files), or -errno. */
+int shim_sandbox_file_remove(struct shim_sandbox *sb, const char *name);
+/* 1 when the sandbox was made by its open (a tagged one that was not found
+ * again, or any private one): its /mnt/data is empty. */
+int shim_sandbox_is_new(const struct shim_sandbox *sb);
 /* "cntr_" + 48 hex, stable for the sandbox's life. Borrowed. */
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb);
 void shim_sandbox_close(struct shim_sandbox *sb);

@@ -26,6 +26,11 @@ struct shim_sandbox_ops {
      * _put); NULL when the backend has none. */
     int (*file_get)(void *state, const char *name, size_t max, char **out, size_t *len);
     int (*file_put)(void *state, const char *name, const void *data, size_t len);
+    /* Optional: removes a file of /mnt/data (shim_sandbox_file_remove). */
+    int (*file_remove)(void *state, const char *name);
+    /* Optional: 1 when the open made the sandbox (a tagged one was not
+     * found again): its /mnt/data is empty. */
+    int (*is_new)(void *state);
     /* Optional: end the sandbox now, even one kept for a session (its
      * container was deleted); destroy still follows. */
     void (*end)(void *state);

@@ -59,6 +59,9 @@
 #     which becomes NAME (atomically) with the last chunk (flags & 1);
 #     NAME has no "/"
 #   us -> host: b"F" + seq(4) + status(1) + size(8) (O, N bad name, E)
+#   host -> us: b"U" + seq(4) + NAME: the regular file NAME removed
+#   us -> host: b"F" + seq(4) + status(1) + size(8) (O, N no such regular
+#     file, E)
 # Worker protocol (socketpair, fd 3 of the worker): the same framing; a
 # request is b"E" + seq(4) + source, with the write end of a fresh pipe
 # for the cell's output attached to its first bytes (SCM_RIGHTS); a reply
@@ -496,8 +499,9 @@ def _supervisor():
                         len(meta).to_bytes(4, "big"), meta,
                         len(wjson).to_bytes(4, "big"), wjson, body)))
 
-    def open_under(rel, flags):
-        # rel inside data_dir, each step without following a symlink
+    def parent_under(rel):
+        # rel inside data_dir: (a descriptor of its directory, reached
+        # without following a symlink, its last part), or None
         parts = rel.split("/")
         if not rel or any(x in ("", ".", "..") for x in parts):
             return None
@@ -508,7 +512,18 @@ def _supervisor():
                             os.O_CLOEXEC, dir_fd=d)
                 os.close(d)
                 d = n
-            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC |
+        except OSError:
+            os.close(d)
+            raise
+        return d, parts[-1]
+
+    def open_under(rel, flags):
+        got = parent_under(rel)
+        if got is None:
+            return None
+        d, last = got
+        try:
+            return os.open(last, flags | os.O_NOFOLLOW | os.O_CLOEXEC |
                            os.O_NONBLOCK, 0o644, dir_fd=d)
         finally:
             os.close(d)
@@ -565,6 +580,30 @@ def _supervisor():
             except OSError:
                 pass
             file_reply(seq, b"E")
+
+    def remove_file(payload):
+        seq = payload[1:5]
+        try:
+            got = parent_under(payload[5:].decode("utf-8", "surrogateescape"))
+        except (FileNotFoundError, NotADirectoryError):
+            return file_reply(seq, b"N")
+        except (OSError, ValueError):
+            return file_reply(seq, b"E")
+        if got is None:
+            return file_reply(seq, b"N")
+        d, last = got
+        try:
+            if not _stat.S_ISREG(os.stat(last, dir_fd=d,
+                                         follow_symlinks=False).st_mode):
+                return file_reply(seq, b"N")
+            os.unlink(last, dir_fd=d)
+            file_reply(seq, b"O")
+        except FileNotFoundError:
+            file_reply(seq, b"N")
+        except OSError:
+            file_reply(seq, b"E")
+        finally:
+            os.close(d)
 
     def died_unseen():
         # The interpreter died, or spoke, while idle, and the request came
@@ -720,6 +759,9 @@ def _supervisor():
                 continue
             if cell is None and n >= 8 and payload[:1] == b"P":
                 put_file(payload)
+                continue
+            if cell is None and n >= 6 and payload[:1] == b"U":
+                remove_file(payload)
                 continue
             if cell is not None or n < 5 or payload[:1] != b"E":
                 kill_all()

@@ -69,17 +69,19 @@ def test_container_made_under_other_settings_is_not_attached(fake, rt):
     r1 = ask(fake.url, "x = 1", session="s", rt=rt, env=UNSAFE)
     item = calls(r1)[0]
     cid = item["container_id"]
-    # the explicit form: tools[].container naming the container id
+    # the explicit form: tools[].container naming the container id gets
+    # that container (its files), in a sandbox of these settings, told so
     r2 = ask(fake.url, PROBE + "print(x)", session=None, rt=rt,
              extra={"tools": [{"type": "code_interpreter", "container": cid}]})
     assert isolated(r2) and "NameError" in logs(r2)
-    assert calls(r2)[0]["container_id"] != cid
+    assert "started with other sandbox settings" in logs(r2)
     # the auto form: an earlier code_interpreter_call replayed in the input
     history = [{"role": "user", "content": "```python\nx = 1\n```"}, item,
                {"role": "user", "content": "```python\n%s\nprint(x)\n```" % PROBE}]
     r3 = ask(fake.url, None, session=None, rt=rt, extra={"input": history})
     assert isolated(r3) and "NameError" in logs(r3)
-    assert calls(r3)[0]["container_id"] != cid
+    # it finds the sandbox r2 started for the container under these settings
+    assert calls(r3)[0]["container_id"] == cid
 
 
 # ---- 2. a session's execution never runs twice ----

@@ -1,9 +1,9 @@
 /* test_sandbox_files.c - the files of /mnt/data moved in and out of a real
- * local sandbox between executions (sandbox.h: shim_sandbox_file_get and
- * _put; local_files.c with worker.py's G and P frames): byte-exact both
- * ways (large files in chunks), state kept, and nothing the code can make
- * in /mnt/data (a symlink, a FIFO, a path with "..") lets a read or a
- * write reach anything outside it. */
+ * local sandbox between executions (sandbox.h: shim_sandbox_file_get,
+ * _put and _remove; local_files.c with worker.py's G, P and U frames):
+ * byte-exact both ways (large files in chunks), state kept, and nothing
+ * the code can make in /mnt/data (a symlink, a FIFO, a path with "..")
+ * lets a read, a write or a removal reach anything outside it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -126,12 +126,49 @@ static void test_no_way_out(void **state)
     shim_sandbox_close(sb);
 }
 
+/* A removal takes one regular file of /mnt/data, never what a symlink
+ * (of the name, or of a directory on its way) points at. */
+static void test_remove(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    (void)state;
+
+    make_cfg(&c);
+    sb = open_sb(&c);
+    assert_int_equal(shim_sandbox_file_remove(sb, "none.txt"), -ENOENT); /* starts it */
+    expect(sb, "import os\nos.makedirs('/mnt/data/sub')\nos.makedirs('/tmp/out')\n"
+               "for p in ('/mnt/data/a.txt', '/mnt/data/sub/b.txt', '/tmp/out/c.txt',"
+               " '/tmp/t.txt'):\n"
+               "    n = open(p, 'w').write('x')\n"
+               "os.symlink('/tmp/out', '/mnt/data/dirlink')\n"
+               "os.symlink('/tmp/t.txt', '/mnt/data/link.txt')\n"
+               "os.mkfifo('/mnt/data/fifo')\n",
+           SHIM_EXEC_OK, "[files in /mnt/data: a.txt, sub/b.txt]\n");
+    assert_int_equal(shim_sandbox_file_remove(sb, "a.txt"), 0);
+    assert_int_equal(shim_sandbox_file_remove(sb, "a.txt"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, "sub/b.txt"), 0);
+    assert_int_equal(shim_sandbox_file_remove(sb, "dirlink/c.txt"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, "link.txt"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, "fifo"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, "sub"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, "../tmp/t.txt"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, "sub/../../tmp/t.txt"), -ENOENT);
+    assert_int_equal(shim_sandbox_file_remove(sb, ""), -EINVAL);
+    expect(sb, "import os\n"
+               "print(sorted(os.listdir('/mnt/data')), sorted(os.listdir('/tmp/out')),"
+               " os.path.exists('/tmp/t.txt'), os.path.islink('/mnt/data/link.txt'))\n",
+           SHIM_EXEC_OK, "['dirlink', 'fifo', 'link.txt', 'sub'] ['c.txt'] True True\n");
+    shim_sandbox_close(sb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_then_code_reads_it),
         cmocka_unit_test(test_code_writes_host_reads),
         cmocka_unit_test(test_no_way_out),
+        cmocka_unit_test(test_remove),
     };
 
     signal(SIGPIPE, SIG_DFL);

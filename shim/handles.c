@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct answer {
     int active;
@@ -30,6 +31,10 @@ struct entry {
     char *copied;
     size_t copied_len;
     curl_off_t postsize; /* -1: strlen(postfields) at perform time */
+    struct shim_body_cb src; /* read, seek and ioctl callbacks, sizes */
+    curl_off_t infilesize; /* -1: unknown */
+    CURLU *curlu;          /* borrowed: CURLOPT_CURLU */
+    void *giveback;        /* intercept.c's, see handles.h */
     const struct curl_slist *headers;
     shim_write_fn write_cb, header_cb;
     void *write_data, *header_data;
@@ -105,6 +110,8 @@ static void init_opts(struct entry *e)
 {
     e->method = SHIM_METHOD_GET;
     e->postsize = -1;
+    e->infilesize = -1;
+    e->src.read_data = stdin;
 }
 
 static void free_opts(struct entry *e)
@@ -116,6 +123,8 @@ static void free_opts(struct entry *e)
     free(e->url);
     free(e->custom_request);
     free(e->copied);
+    free(e->giveback);
+    e->giveback = NULL;
     clear_answer(&e->ans);
 }
 
@@ -242,6 +251,33 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_HTTPHEADER:
         e->headers = v.p;
         break;
+    case CURLOPT_READFUNCTION:
+        e->src.read_cb = (curl_read_callback)v.fn;
+        break;
+    case CURLOPT_READDATA:
+        e->src.read_data = v.p;
+        break;
+    case CURLOPT_SEEKFUNCTION:
+        e->src.seek_cb = (curl_seek_callback)v.fn;
+        break;
+    case CURLOPT_SEEKDATA:
+        e->src.seek_data = v.p;
+        break;
+    case CURLOPT_IOCTLFUNCTION:
+        e->src.ioctl_cb = (curl_ioctl_callback)v.fn;
+        break;
+    case CURLOPT_IOCTLDATA:
+        e->src.ioctl_data = v.p;
+        break;
+    case CURLOPT_INFILESIZE:
+        e->infilesize = v.l;
+        break;
+    case CURLOPT_INFILESIZE_LARGE:
+        e->infilesize = v.off;
+        break;
+    case CURLOPT_CURLU:
+        e->curlu = v.p;
+        break;
     case CURLOPT_WRITEFUNCTION:
         e->write_cb = (shim_write_fn)v.fn;
         break;
@@ -287,6 +323,9 @@ static int interesting(CURLoption opt)
     case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
     case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY:
+    case CURLOPT_READFUNCTION: case CURLOPT_READDATA: case CURLOPT_SEEKFUNCTION:
+    case CURLOPT_SEEKDATA: case CURLOPT_IOCTLFUNCTION: case CURLOPT_IOCTLDATA:
+    case CURLOPT_INFILESIZE: case CURLOPT_INFILESIZE_LARGE: case CURLOPT_CURLU:
         return 1;
     default:
         return 0;
@@ -349,28 +388,151 @@ static size_t body_len(const struct entry *e)
     return e->postsize >= 0 ? (size_t)e->postsize : strlen(e->postfields);
 }
 
-enum shim_api shim_handles_begin(CURL *h, size_t max_body)
+/* Whether libcurl sends e's body as a POST ("POST" spelt by the custom
+ * request when UPLOAD set the method, as curl -X POST -T does). */
+static int is_post(const struct entry *e)
+{
+    if (e->method == SHIM_METHOD_POST)
+        return 1;
+    return e->method == SHIM_METHOD_PUT && e->custom_request &&
+           !strcasecmp(e->custom_request, "POST");
+}
+
+/* Whether libcurl reads e's body through the read callback, and its size
+ * as libcurl knows it (-1: chunked). */
+static int body_from_cb(const struct entry *e, curl_off_t *size)
+{
+    if (e->method == SHIM_METHOD_POST && !e->postfields) {
+        *size = e->postsize;
+        return 1;
+    }
+    if (e->method == SHIM_METHOD_PUT) {
+        *size = e->infilesize;
+        return 1;
+    }
+    return 0;
+}
+
+/* A CURLOPT_CURLU handle's URL, read from it as libcurl does when a
+ * transfer starts (which also makes it the handle's CURLOPT_URL). Called
+ * without the lock: curl_url_get is libcurl's. */
+static void refresh_curlu(CURL *h)
+{
+    const struct shim_curl_api *api;
+    enum shim_flavor f;
+    struct entry *e;
+    CURLU *u;
+    char *s = NULL, *copy;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    u = e ? e->curlu : NULL;
+    f = e ? e->flavor : SHIM_FLAVOR_OPENSSL;
+    pthread_mutex_unlock(&lock);
+    if (!u || !(api = shim_real(f)) || !api->url_get)
+        return;
+    if (api->url_get(u, CURLUPART_URL, &s, 0) != CURLUE_OK || !s)
+        return;
+    copy = strdup(s);
+    if (api->free)
+        api->free(s);
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (copy && e && e->curlu == u) {
+        free(e->url);
+        e->url = copy;
+        copy = NULL;
+        classify_url(e);
+    }
+    pthread_mutex_unlock(&lock);
+    free(copy);
+}
+
+enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void **stale)
 {
     enum shim_api kind = SHIM_API_NONE;
     struct entry *e;
+    curl_off_t size;
+    int curlu;
 
+    *read_body = 0;
+    *stale = NULL;
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    curlu = e && e->curlu;
+    pthread_mutex_unlock(&lock);
+    if (curlu)
+        refresh_curlu(h);
     pthread_mutex_lock(&lock);
     e = find(h);
     if (e) {
         if (e->ans.active)
             clear_answer(&e->ans);
-        if (e->url_api != SHIM_API_NONE &&
-            shim_classify_may_be_ours(e->method == SHIM_METHOD_POST, e->custom_request,
-                                      e->postfields,
-                                      e->postsize >= 0 ? (size_t)e->postsize
-                                                       : SHIM_BODY_STRING,
-                                      max_body))
+        *stale = e->giveback;
+        e->giveback = NULL;
+        if (e->url_api != SHIM_API_NONE && is_post(e) && body_from_cb(e, &size)) {
+            /* known to be too large or empty: libcurl's, unread */
+            if (size < 0 || (size > 0 && (uint64_t)size <= max_body)) {
+                kind = e->url_api;
+                *read_body = 1;
+            }
+        } else if (e->url_api != SHIM_API_NONE &&
+                   shim_classify_may_be_ours(is_post(e), e->custom_request, e->postfields,
+                                             e->postsize >= 0 ? (size_t)e->postsize
+                                                              : SHIM_BODY_STRING,
+                                             max_body)) {
             kind = e->url_api; /* its URL's, classified when it was set */
-        if (kind == SHIM_API_NONE && e->url_containers)
+        }
+        if (kind == SHIM_API_NONE && e->url_containers) {
             kind = SHIM_API_CONTAINERS;
+            *read_body = body_from_cb(e, &size) && size != 0 &&
+                         (size < 0 || (uint64_t)size <= max_body);
+        }
     }
     pthread_mutex_unlock(&lock);
     return kind;
+}
+
+void *shim_handles_set_giveback(CURL *h, void *p)
+{
+    struct entry *e;
+    void *old = p;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e) {
+        old = e->giveback;
+        e->giveback = p;
+    }
+    pthread_mutex_unlock(&lock);
+    return old;
+}
+
+int shim_handles_body_cb(CURL *h, struct shim_body_cb *out)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e)
+        *out = e->src;
+    pthread_mutex_unlock(&lock);
+    return e ? 0 : -ENOENT;
+}
+
+void *shim_handles_take_giveback(CURL *h)
+{
+    struct entry *e;
+    void *p = NULL;
+
+    pthread_mutex_lock(&lock);
+    e = find(h);
+    if (e) {
+        p = e->giveback;
+        e->giveback = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    return p;
 }
 
 int shim_handles_view(CURL *h, struct shim_handle_view *out)
@@ -398,6 +560,8 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     if (e->postfields)
         out->body_len = body_len(e);
     out->body_copied_unsized = e->postfields && e->postfields == e->copied && e->postsize < 0;
+    out->src = e->src;
+    out->body_from_cb = body_from_cb(e, &out->src.size);
     out->headers = e->headers;
     out->write_cb = e->write_cb;
     out->write_data = e->write_data_set ? e->write_data : stdout;
@@ -600,6 +764,7 @@ void shim_handles_dup(CURL *from, CURL *to)
         dst->next = next;
         dst->h = to;
         memset(&dst->ans, 0, sizeof(dst->ans));
+        dst->giveback = NULL; /* the source's; preload.c sets the dup's callback back */
         dst->url = dup_or_null(src->url);
         classify_url(dst);
         dst->custom_request = dup_or_null(src->custom_request);

@@ -32,6 +32,19 @@ enum shim_method {
 
 typedef size_t (*shim_write_fn)(char *, size_t, size_t, void *);
 
+/* A request body that libcurl would read through the program's read
+ * callback (READFUNCTION; libcurl's fread on READDATA when none), with
+ * the program's rewind callbacks (SEEKFUNCTION, IOCTLFUNCTION). */
+struct shim_body_cb {
+    curl_read_callback read_cb; /* NULL: fread(buf, 1, n, read_data) */
+    void *read_data;            /* stdin unless set */
+    curl_seek_callback seek_cb;
+    void *seek_data;
+    curl_ioctl_callback ioctl_cb;
+    void *ioctl_data;
+    curl_off_t size;            /* POSTFIELDSIZE or INFILESIZE; -1: unknown */
+};
+
 /* One setopt argument, re-packed by option type (see preload.c). */
 union shim_optval {
     long l;
@@ -56,6 +69,10 @@ struct shim_handle_view {
     /* body is codeshim's copy of a COPYPOSTFIELDS that had no size: all
      * libcurl knows of its length is strlen (upstream.c) */
     int body_copied_unsized;
+    /* 1: libcurl would read the body through src (no POSTFIELDS); body
+     * is then NULL until codeshim has read it (intercept.c) */
+    int body_from_cb;
+    struct shim_body_cb src;
     const struct curl_slist *headers;
     shim_write_fn write_cb; /* NULL = libcurl's default fwrite */
     void *write_data;       /* default stdout */
@@ -94,8 +111,23 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
  * whether the transfer may be ours, by shim_classify_may_be_ours and the
  * URL's class kept when it was set (SHIM_API_NONE for a handle with no
  * options recorded), under one lock
- * and copying nothing: the whole pass-through check. */
-enum shim_api shim_handles_begin(CURL *h, size_t max_body);
+ * and copying nothing: the whole pass-through check. A POST whose body
+ * libcurl would get from the program's read callback may be ours until
+ * read: then *read_body is 1 (else 0). A CURLOPT_CURLU handle's URL is
+ * read from it here, as libcurl reads it when a transfer starts.
+ * *stale receives a give-back (shim_handles_set_giveback) still on h
+ * from a transfer that ended without the program's calls restoring it,
+ * which the caller restores and frees; NULL when none. */
+enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void **stale);
+
+/* intercept.c's record of a body it read and gave back to libcurl through
+ * its own read callback on h (one allocation, freed with free() by the
+ * table when h is cleaned up or reset). set stores p (NULL: none) and
+ * returns the one it replaces; take removes and returns it. */
+void *shim_handles_set_giveback(CURL *h, void *p);
+void *shim_handles_take_giveback(CURL *h);
+/* The body callbacks recorded for h now (0), or -ENOENT. */
+int shim_handles_body_cb(CURL *h, struct shim_body_cb *out);
 /* Fills *out (0) or -ENOENT when nothing was recorded for h; -ENOMEM. */
 int shim_handles_view(CURL *h, struct shim_handle_view *out);
 void shim_handle_view_free(struct shim_handle_view *v);

@@ -138,7 +138,198 @@ static int pass_handle(CURL *h, size_t max_body)
     return 0;
 }
 
-enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_UNREAD, ACT_UNSUPPORTED, ACT_CONTAINERS };
+/* ---- request bodies from the program's read callback ----
+ *
+ * libcurl reads such a body while it sends it; codeshim must know it
+ * before anything is sent. So it is read once, whole, here, on the
+ * program's thread inside the call that drives the transfer, up to
+ * CODESHIM_MAX_REQUEST. A transfer that then goes to libcurl gets the
+ * same bytes: the program's seek or ioctl callback rewinds (as libcurl's
+ * own rewinds do: offset 0), libcurl's default fread rewinds its FILE;
+ * else the give-back below hands libcurl the bytes already read, then
+ * whatever the program's callback gives, and the program's callback is
+ * set back once the transfer is over. */
+
+#define READ_CHUNK 65536
+
+struct giveback {
+    const struct shim_curl_api *api;
+    struct shim_body_cb src; /* the program's, at the time of reading */
+    long pos;                /* libcurl's default fread: ftell before (-1: none) */
+    int pause;               /* the program's callback asked for a pause */
+    int eof;                 /* ...said its body ended: not asked again */
+    size_t len, off, cap;
+    char data[];
+};
+
+enum rd { RD_DONE, RD_BIG, RD_PAUSE, RD_SHORT, RD_OOM, RD_ABORT, RD_FUNNY };
+
+static size_t program_read(const struct shim_body_cb *src, char *buf, size_t n)
+{
+    if (src->read_cb)
+        return src->read_cb(buf, 1, n, src->read_data);
+    return src->read_data ? fread(buf, 1, n, (FILE *)src->read_data) : 0;
+}
+
+/* Reads the body of v (a known size, or until its end, at most max + 1
+ * bytes) into *out (always set unless RD_OOM before any byte). */
+static enum rd read_body(const struct shim_curl_api *api, const struct shim_handle_view *v,
+                         size_t max, struct giveback **out)
+{
+    size_t want = v->src.size >= 0 ? (size_t)v->src.size : max + 1, ask, n;
+    struct giveback *gb, *g2;
+    size_t cap;
+
+    *out = NULL;
+    cap = want < READ_CHUNK ? want : READ_CHUNK;
+    gb = calloc(1, sizeof(*gb) + cap + 1);
+    if (!gb)
+        return RD_OOM;
+    gb->api = api;
+    gb->src = v->src;
+    gb->cap = cap;
+    gb->pos = !v->src.read_cb && v->src.read_data ? ftell((FILE *)v->src.read_data) : -1;
+    *out = gb;
+    while (gb->len < want) {
+        if (gb->len == gb->cap) {
+            cap = gb->cap * 2 < want ? gb->cap * 2 : want;
+            g2 = realloc(gb, sizeof(*gb) + cap + 1);
+            if (!g2)
+                return RD_OOM;
+            *out = gb = g2;
+            gb->cap = cap;
+        }
+        ask = gb->cap - gb->len < READ_CHUNK ? gb->cap - gb->len : READ_CHUNK;
+        n = program_read(&gb->src, gb->data + gb->len, ask);
+        if (n == CURL_READFUNC_ABORT)
+            return RD_ABORT;
+        if (n == CURL_READFUNC_PAUSE) {
+            gb->pause = 1;
+            return RD_PAUSE;
+        }
+        if (n > ask)
+            return RD_FUNNY;
+        if (n == 0) {
+            gb->eof = 1;
+            break;
+        }
+        gb->len += n;
+    }
+    gb->data[gb->len] = '\0';
+    if (v->src.size >= 0)
+        return gb->len == want ? RD_DONE : RD_SHORT;
+    return gb->eof ? RD_DONE : RD_BIG;
+}
+
+/* libcurl's read callback while a body codeshim read goes to libcurl. */
+static size_t giveback_read(char *buf, size_t size, size_t n, void *arg)
+{
+    struct giveback *gb = arg;
+    size_t want = size * n, k;
+
+    if (gb->off < gb->len) {
+        k = gb->len - gb->off < want ? gb->len - gb->off : want;
+        memcpy(buf, gb->data + gb->off, k);
+        gb->off += k;
+        return k;
+    }
+    if (gb->pause) { /* the pause the program asked for, now libcurl's */
+        gb->pause = 0;
+        return CURL_READFUNC_PAUSE;
+    }
+    if (gb->eof)
+        return 0;
+    return program_read(&gb->src, buf, want);
+}
+
+/* Rewinds the program's body as libcurl would (0, or -EIO). */
+static int rewind_program(CURL *h, const struct giveback *gb)
+{
+    const struct shim_body_cb *src = &gb->src;
+
+    if (gb->len == 0 && !gb->eof)
+        return 0; /* nothing was taken from it */
+    if (src->seek_cb && src->seek_cb(src->seek_data, 0, SEEK_SET) == CURL_SEEKFUNC_OK)
+        return 0;
+    if (!src->seek_cb && src->ioctl_cb &&
+        src->ioctl_cb(h, CURLIOCMD_RESTARTREAD, src->ioctl_data) == CURLIOE_OK)
+        return 0;
+    if (!src->read_cb && gb->pos >= 0 && src->read_data &&
+        fseek((FILE *)src->read_data, gb->pos, SEEK_SET) == 0)
+        return 0;
+    return -EIO;
+}
+
+/* Sets the program's read callback, as it stands in the record now, back
+ * on h, and frees gb. */
+static void restore(CURL *h, struct giveback *gb)
+{
+    struct shim_body_cb src;
+
+    if (!gb)
+        return;
+    if (shim_handles_body_cb(h, &src) < 0)
+        src = gb->src;
+    shim_guard_enter();
+    gb->api->easy_setopt(h, CURLOPT_READFUNCTION, src.read_cb);
+    gb->api->easy_setopt(h, CURLOPT_READDATA, src.read_data);
+    shim_guard_leave();
+    free(gb);
+}
+
+/* A body read for a transfer that goes to libcurl after all: rewound, or
+ * given back through codeshim's read callback (1: installed, restore
+ * after the transfer). */
+static int pass_back(CURL *h, struct giveback *gb)
+{
+    struct giveback *old;
+    CURLcode a, b;
+
+    if (!gb || rewind_program(h, gb) == 0) {
+        free(gb);
+        return 0;
+    }
+    shim_guard_enter();
+    a = gb->api->easy_setopt(h, CURLOPT_READFUNCTION, giveback_read);
+    b = gb->api->easy_setopt(h, CURLOPT_READDATA, (void *)gb);
+    shim_guard_leave();
+    if (a != CURLE_OK || b != CURLE_OK) {
+        LOG_ERR("libcurl refused codeshim's read callback: the body it read is lost");
+        restore(h, gb);
+        return 0;
+    }
+    old = shim_handles_set_giveback(h, gb);
+    if (old == gb) { /* h is not in the table: cannot be (a view was made) */
+        restore(h, gb);
+        return 0;
+    }
+    free(old);
+    return 1;
+}
+
+void shim_intercept_restore(CURL *h)
+{
+    restore(h, shim_handles_take_giveback(h));
+}
+
+void shim_intercept_duphandle(const struct shim_curl_api *api, CURL *from, CURL *to)
+{
+    struct giveback *gb = shim_handles_take_giveback(from);
+    struct shim_body_cb src;
+
+    if (!gb)
+        return;
+    shim_handles_set_giveback(from, gb);
+    if (shim_handles_body_cb(to, &src) < 0)
+        src = gb->src;
+    shim_guard_enter();
+    api->easy_setopt(to, CURLOPT_READFUNCTION, src.read_cb);
+    api->easy_setopt(to, CURLOPT_READDATA, src.read_data);
+    shim_guard_leave();
+}
+
+enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_UNREAD, ACT_UNSUPPORTED, ACT_CONTAINERS,
+              ACT_FAIL };
 
 struct shim_intercept_job {
     enum action act;
@@ -154,6 +345,9 @@ struct shim_intercept_job {
     char pass_why[128];       /* a Containers API call that is not codeshim's */
     char *body;               /* detached: the copy v.body points to */
     struct curl_slist *headers; /* detached: the copy v.headers is */
+    struct giveback *gb;      /* a body read from the program's callback */
+    CURLcode fail_rc;         /* ACT_FAIL: libcurl's code and message */
+    const char *fail_msg;
     double t0;
 };
 
@@ -172,38 +366,87 @@ void shim_intercept_job_free(struct shim_intercept_job *j)
         shim_guard_leave();
     }
     free(j->body);
+    free(j->gb);
     free(j);
 }
 
-int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
+/* Reads v's body from the program's callback into j (see above): 0, or
+ * 1 when the transfer ends here (ACT_FAIL). A body that is not whole,
+ * too large or paused leaves j->kind SHIM_API_NONE. */
+static int take_body(struct shim_intercept_job *j, size_t max)
+{
+    const struct shim_curl_api *api = shim_real(j->v.flavor);
+    enum rd r;
+
+    if (!api)
+        return 0;
+    r = read_body(api, &j->v, max, &j->gb);
+    switch (r) {
+    case RD_ABORT:
+        j->act = ACT_FAIL;
+        j->fail_rc = CURLE_ABORTED_BY_CALLBACK;
+        j->fail_msg = "operation aborted by callback";
+        return 1;
+    case RD_FUNNY:
+        j->act = ACT_FAIL;
+        j->fail_rc = CURLE_READ_ERROR;
+        j->fail_msg = "read function returned funny value";
+        return 1;
+    case RD_DONE:
+        j->v.body = j->gb->data;
+        j->v.body_len = j->gb->len;
+        if (j->kind != SHIM_API_CONTAINERS &&
+            !shim_classify_may_be_ours(1, NULL, j->v.body, j->v.body_len, max))
+            j->kind = SHIM_API_NONE;
+        return 0;
+    default:
+        if (r == RD_PAUSE)
+            LOG_DEBUG("the program's read callback paused before the end of the body: "
+                      "the request goes to libcurl");
+        j->kind = SHIM_API_NONE;
+        return 0;
+    }
+}
+
+static int decide(CURL *h, double t0, int may_read, struct shim_intercept_job **out,
+                  int *gave)
 {
     const struct shim_config *cfg = shim_config();
     struct shim_intercept_job *j;
     enum shim_api kind;
-    int err;
+    void *stale;
+    int err, read;
 
     /* the pass-through costs this one look, nothing copied; offline and
      * replay modes look closer (ACT_REFUSE) */
-    kind = shim_handles_begin(h, cfg->max_request);
+    kind = shim_handles_begin(h, cfg->max_request, &read, &stale);
+    if (stale)
+        restore(h, stale);
     if (cfg->disabled)
-        return 0;
+        return SHIM_DECIDE_PASS;
     if (kind == SHIM_API_NONE && !cfg->offline && !cfg->replay_dir[0])
         return pass_handle(h, cfg->max_request);
+    if (read && !may_read)
+        return SHIM_DECIDE_LATER;
     j = calloc(1, sizeof(*j));
     if (!j)
-        return 0; /* nothing recorded can be read either: libcurl's */
+        return SHIM_DECIDE_PASS; /* nothing recorded can be read either: libcurl's */
     j->h = h;
     j->t0 = t0 < 0 ? shim_clock_s() : t0;
     if (shim_handles_view(h, &j->v) < 0) {
         free(j);
-        return 0;
+        return SHIM_DECIDE_PASS;
     }
     j->kind = kind;
-    if (kind == SHIM_API_CONTAINERS) { /* codeshim's own containers, or the upstream's */
+    if (read && take_body(j, cfg->max_request)) {
+        *out = j;
+        return SHIM_DECIDE_OURS;
+    }
+    if (j->kind == SHIM_API_CONTAINERS) { /* codeshim's own containers, or the upstream's */
         if (shim_containers_match(&j->v, &j->route) != SHIM_CAPI_NONE) {
             j->act = ACT_CONTAINERS;
             *out = j;
-            return 1;
+            return SHIM_DECIDE_OURS;
         }
         j->kind = SHIM_API_NONE;
         if (j->route.cid[0])
@@ -221,8 +464,10 @@ int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
         if (!((cfg->offline || cfg->replay_dir[0]) &&
               shim_classify_url(j->v.url) != SHIM_API_NONE)) {
             log_pass(&j->v, j->pass_why[0] ? j->pass_why : NULL, cfg->max_request);
+            *gave = pass_back(h, j->gb);
+            j->gb = NULL;
             shim_intercept_job_free(j);
-            return 0;
+            return SHIM_DECIDE_PASS;
         }
         j->act = ACT_REFUSE;
     } else if ((j->param = shim_classify_unsupported(j->req, j->kind, &j->why))) {
@@ -231,7 +476,14 @@ int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
         j->act = ACT_LOOP;
     }
     *out = j;
-    return 1;
+    return SHIM_DECIDE_OURS;
+}
+
+int shim_intercept_decide(CURL *h, double t0, int may_read, struct shim_intercept_job **out)
+{
+    int gave = 0;
+
+    return decide(h, t0, may_read, out, &gave);
 }
 
 static struct curl_slist *copy_list(const struct shim_curl_api *api,
@@ -330,6 +582,11 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
         return reject(h, &j->v, j->t0, j->why, j->param, "unsupported_value");
     case ACT_CONTAINERS:
         return shim_containers_serve(api, h, &j->v, &j->route, j->t0);
+    case ACT_FAIL: {
+        struct shim_sink sink;
+        shim_sink_init(&sink, h, &j->v, j->t0);
+        return shim_sink_fail(&sink, j->fail_rc, j->fail_msg);
+    }
     case ACT_LOOP:
     default:
         return shim_loop_run(api, h, &j->v, j->kind, j->req, j->t0);
@@ -341,8 +598,14 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
     struct shim_intercept_job *j;
     CURLcode rc;
 
-    if (!shim_intercept_decide(h, -1, &j))
-        return real_perform(api, h);
+    int gave = 0;
+
+    if (decide(h, -1, 1, &j, &gave) == SHIM_DECIDE_PASS) {
+        rc = real_perform(api, h);
+        if (gave) /* the program's read callback back, as it set it */
+            shim_intercept_restore(h);
+        return rc;
+    }
     rc = shim_intercept_answer(api, j);
     shim_intercept_job_free(j);
     return rc;

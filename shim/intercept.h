@@ -15,9 +15,23 @@ struct shim_intercept_job;
 
 /* The program's thread, at the start of h's transfer (t0: when it
  * began, or < 0: now, read only once the transfer is known to be ours):
- * 1 when codeshim answers it, *out holding what that takes
- * (shim_intercept_job_free); 0 when it is not ours and goes to libcurl. */
-int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out);
+ * SHIM_DECIDE_OURS when codeshim answers it, *out holding what that takes
+ * (shim_intercept_job_free); SHIM_DECIDE_PASS when it is not ours and
+ * goes to libcurl. A body that must be read from the program's read
+ * callback first is read only with may_read (inside a call that drives
+ * the transfer, where libcurl would read it); without, the answer is
+ * SHIM_DECIDE_LATER: ask again from such a call. */
+#define SHIM_DECIDE_PASS 0
+#define SHIM_DECIDE_OURS 1
+#define SHIM_DECIDE_LATER 2
+int shim_intercept_decide(CURL *h, double t0, int may_read, struct shim_intercept_job **out);
+/* After a transfer decided SHIM_DECIDE_PASS has ended (the multi
+ * interface: removed): the program's read callback set back on h when
+ * codeshim's stood in for it. */
+void shim_intercept_restore(CURL *h);
+/* curl_easy_duphandle of a handle on which codeshim's read callback
+ * stands: the duplicate gets the program's. */
+void shim_intercept_duphandle(const struct shim_curl_api *api, CURL *from, CURL *to);
 /* The program's thread: makes j independent of the program's memory and
  * handle, so a worker may answer it while the program goes on. The body
  * and header list are copied, the model calls will use a private

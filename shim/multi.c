@@ -41,6 +41,10 @@ struct xfer {
     int done, unread;           /* CURLMsg made / not yet read */
     int gone;                   /* easy cleaned up from a callback */
     int orphan;                 /* forked: its worker is the parent's */
+    /* not decided yet: its body is read from the program's read callback
+     * inside the next call that drives the multi handle (resolve) */
+    int pending;
+    double t0;                  /* when it was added */
     unsigned long seq;          /* completion order, for info_read */
     CURLMsg msg;
 };
@@ -339,7 +343,57 @@ static void serve_one(struct mstate *st, struct xfer *x)
     }
 }
 
+#define REAL(call)                                                             \
+    do {                                                                       \
+        shim_guard_enter();                                                    \
+        rc = (call);                                                           \
+        shim_guard_leave();                                                    \
+    } while (0)
+
+/* x answered by codeshim: its queue, the program's callbacks to replay
+ * into, and its worker; ij is consumed. 0 or -ENOMEM. */
+static int make_ours(const struct shim_curl_api *api, struct xfer *x,
+                     struct shim_intercept_job *ij)
+{
+    if (shim_sinkq_new(QUEUE_CAP, &x->q) < 0 || shim_handles_view(x->easy, &x->pv) < 0) {
+        if (x->q)
+            shim_sinkq_unref(x->q);
+        x->q = NULL;
+        shim_intercept_job_free(ij);
+        return -ENOMEM;
+    }
+    x->fd = shim_sinkq_fd(x->q);
+    shim_sink_init(&x->out, x->easy, &x->pv, shim_clock_s());
+    start_work(api, x, ij);
+    LOG_INFO("intercepted a transfer added to a multi handle");
+    return 0;
+}
+
 static void drop(struct mstate *st, struct xfer *x, int notify);
+
+/* A pending transfer, inside a call that drives the multi handle: its
+ * body read, and then codeshim's, or libcurl's after all (added to the
+ * real multi handle, and no longer ours: dropped once serve ends). */
+static void resolve(struct mstate *st, struct xfer *x)
+{
+    struct shim_intercept_job *ij = NULL;
+    CURLMcode rc;
+
+    x->pending = 0;
+    if (shim_intercept_decide(x->easy, x->t0, 1, &ij) == SHIM_DECIDE_OURS) {
+        if (make_ours(st->api, x, ij) < 0)
+            finish(st, x, CURLE_OUT_OF_MEMORY);
+        return;
+    }
+    REAL(st->api->multi_add_handle(st->m, x->easy));
+    if (rc != CURLM_OK) {
+        shim_intercept_restore(x->easy);
+        LOG_ERR("libcurl would not take a transfer codeshim passed on (%d)", (int)rc);
+        finish(st, x, rc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT);
+        return;
+    }
+    x->gone = 1;
+}
 
 /* Replays what every transfer has waiting; reports new sockets. */
 static void serve(struct mstate *st)
@@ -347,9 +401,12 @@ static void serve(struct mstate *st)
     struct xfer *x, *next;
 
     st->busy = 1;
-    for (x = st->xfers; x; x = x->next)
+    for (x = st->xfers; x; x = x->next) {
+        if (x->pending && !x->gone)
+            resolve(st, x);
         if (!x->done && !x->gone)
             serve_one(st, x);
+    }
     st->busy = 0;
     for (x = st->xfers; x; x = next) { /* cleaned up from a callback */
         next = x->next;
@@ -376,7 +433,7 @@ static int news(const struct mstate *st)
     for (x = st->xfers; x; x = x->next) {
         if (x->done || x->gone)
             continue;
-        if (x->orphan || (st->sock_cb && !x->reported) || (x->q && shim_sinkq_pending(x->q)))
+        if (x->pending || x->orphan || (st->sock_cb && !x->reported) || (x->q && shim_sinkq_pending(x->q)))
             return 1;
     }
     return 0;
@@ -398,19 +455,15 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
 
 /* ---- the wrappers' bodies ---- */
 
-#define REAL(call)                                                             \
-    do {                                                                       \
-        shim_guard_enter();                                                    \
-        rc = (call);                                                           \
-        shim_guard_leave();                                                    \
-    } while (0)
 
 CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
 {
     struct mstate *st = find(m);
-    struct shim_intercept_job *ij;
+    struct shim_intercept_job *ij = NULL;
     struct xfer *x;
     CURLMcode rc;
+    double t0 = shim_clock_s();
+    int d;
 
     if (st && st->busy)
         return CURLM_RECURSIVE_API_CALL;
@@ -420,25 +473,27 @@ CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
         return CURLM_BAD_EASY_HANDLE;
     if (shim_multi_owns(e))
         return CURLM_ADDED_ALREADY;
-    if (!shim_intercept_decide(e, shim_clock_s(), &ij)) {
+    d = shim_intercept_decide(e, t0, 0, &ij);
+    if (d == SHIM_DECIDE_PASS) {
         REAL(api->multi_add_handle(m, e));
         return rc;
     }
     st = get_state(api, m);
     x = st ? calloc(1, sizeof(*x)) : NULL;
-    if (!x || shim_sinkq_new(QUEUE_CAP, &x->q) < 0 || shim_handles_view(e, &x->pv) < 0) {
-        if (x && x->q)
-            shim_sinkq_unref(x->q);
-        free(x);
+    if (!x) {
         shim_intercept_job_free(ij);
         return CURLM_OUT_OF_MEMORY;
     }
     x->easy = e;
-    x->fd = shim_sinkq_fd(x->q);
-    shim_sink_init(&x->out, e, &x->pv, shim_clock_s());
-    start_work(api, x, ij);
+    x->fd = -1;
+    x->t0 = t0;
+    if (d == SHIM_DECIDE_LATER) {
+        x->pending = 1;
+    } else if (make_ours(api, x, ij) < 0) {
+        free(x);
+        return CURLM_OUT_OF_MEMORY;
+    }
     link_xfer(st, x);
-    LOG_INFO("intercepted a transfer added to a multi handle");
     kick(st);
     return CURLM_OK;
 }
@@ -451,6 +506,8 @@ CURLMcode shim_multi_remove(const struct shim_curl_api *api, CURLM *m, CURL *e)
 
     if (!x) {
         REAL(api->multi_remove_handle(m, e));
+        if (rc == CURLM_OK) /* a body codeshim read and gave back */
+            shim_intercept_restore(e);
         return rc;
     }
     if (st->busy)

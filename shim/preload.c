@@ -46,6 +46,30 @@
         return rc;                                                             \
     } while (0)
 
+/* Whether a call into a wrapper is libcurl calling itself: the guard is
+ * up on this thread (a real libcurl call is running) and the call comes
+ * from libcurl's own code. A call from a callback of the program's that
+ * libcurl is running comes from the program: it is the program's call
+ * like any other (a handle made, set up or performed there is seen).
+ * Where libcurl's code could not be located, the guard alone decides. */
+static inline int internal_call(const struct shim_curl_api *a, const void *ret)
+{
+    return !a->text_hi || shim_real_from_libcurl(a, ret);
+}
+
+static inline int from_libcurl(enum shim_flavor f, const void *ret)
+{
+    const struct shim_curl_api *a;
+
+    if (!shim_guard_active())
+        return 0;
+    a = __atomic_load_n(&shim_real_ready[f], __ATOMIC_ACQUIRE);
+    return !a || internal_call(a, ret);
+}
+
+/* In an entry point: whether its caller is libcurl itself. */
+#define FROM_LIBCURL(F) from_libcurl(F, __builtin_return_address(0))
+
 /* CODESHIM_DISABLE=1: every wrapper goes straight to the real function,
  * recording nothing (cwrap's "loaded but disabled"). */
 static int disabled(void)
@@ -53,7 +77,7 @@ static int disabled(void)
     return shim_config()->disabled;
 }
 
-WRAPPER CURL *w_init(enum shim_flavor f)
+WRAPPER CURL *w_init(enum shim_flavor f, int in)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURL *h;
@@ -63,14 +87,14 @@ WRAPPER CURL *w_init(enum shim_flavor f)
     shim_guard_enter();
     h = api->easy_init();
     shim_guard_leave();
-    if (h && !shim_guard_active() && !disabled())
+    if (h && !in && !disabled())
         shim_handles_forget(h); /* a recycled address starts clean */
     return h;
 }
 
 /* Re-packs the one variadic argument by the option's type range, exactly as
  * libcurl's own setopt reads it, records it, and forwards it. */
-WRAPPER CURLcode w_setopt(enum shim_flavor f, CURL *h, CURLoption o, va_list ap)
+WRAPPER CURLcode w_setopt(enum shim_flavor f, int in, CURL *h, CURLoption o, va_list ap)
 {
     const struct shim_curl_api *api = shim_real(f);
     union shim_optval v;
@@ -97,27 +121,28 @@ WRAPPER CURLcode w_setopt(enum shim_flavor f, CURL *h, CURLoption o, va_list ap)
     }
     shim_guard_leave();
     if (rc == CURLE_OK && !disabled())
-        shim_handles_record(h, f, o, v, !shim_guard_active());
+        shim_handles_record(h, f, o, v, !in);
     return rc;
 }
 
-WRAPPER CURLcode w_perform(enum shim_flavor f, CURL *h)
+WRAPPER CURLcode w_perform(enum shim_flavor f, int in, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLcode rc;
 
     if (!api)
         return CURLE_FAILED_INIT;
-    if (shim_guard_active() || disabled())
+    if (in || disabled())
         STRAIGHT(api->easy_perform(h));
     if (shim_multi_owns(h)) /* libcurl's answer for a handle in a multi */
         return CURLE_FAILED_INIT;
     return shim_intercept_perform(api, h);
 }
 
-WRAPPER CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info, va_list ap)
+WRAPPER CURLcode w_getinfo(enum shim_flavor f, int in, CURL *h, CURLINFO info, va_list ap)
 {
     const struct shim_curl_api *api = shim_real(f);
+    (void)in;
     void *out = va_arg(ap, void *);
     CURLcode rc;
 
@@ -131,11 +156,11 @@ WRAPPER CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info, va_list a
     return rc;
 }
 
-WRAPPER void w_cleanup(enum shim_flavor f, CURL *h)
+WRAPPER void w_cleanup(enum shim_flavor f, int in, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
 
-    if (!disabled() && !shim_guard_active()) {
+    if (!disabled() && !in) {
         shim_multi_forget_easy(h); /* libcurl removes it from its multi too */
         shim_handles_forget(h);
     } else if (!disabled()) {
@@ -148,9 +173,10 @@ WRAPPER void w_cleanup(enum shim_flavor f, CURL *h)
     shim_guard_leave();
 }
 
-WRAPPER void w_reset(enum shim_flavor f, CURL *h)
+WRAPPER void w_reset(enum shim_flavor f, int in, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
+    (void)in;
 
     if (!disabled())
         shim_handles_reset(h);
@@ -161,7 +187,7 @@ WRAPPER void w_reset(enum shim_flavor f, CURL *h)
     shim_guard_leave();
 }
 
-WRAPPER CURL *w_duphandle(enum shim_flavor f, CURL *h)
+WRAPPER CURL *w_duphandle(enum shim_flavor f, int in, CURL *h)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURL *d;
@@ -171,8 +197,10 @@ WRAPPER CURL *w_duphandle(enum shim_flavor f, CURL *h)
     shim_guard_enter();
     d = api->easy_duphandle(h);
     shim_guard_leave();
-    if (d && !shim_guard_active() && !disabled())
+    if (d && !in && !disabled()) {
         shim_handles_dup(h, d);
+        shim_intercept_duphandle(api, h, d);
+    }
     return d;
 }
 
@@ -184,72 +212,72 @@ WRAPPER CURL *w_duphandle(enum shim_flavor f, CURL *h)
 
 /* A multi wrapper goes straight to libcurl when libcurl itself calls, or
  * codeshim is disabled; else to multi.c. */
-static int direct(void)
+static int direct(int in)
 {
-    return shim_guard_active() || disabled();
+    return in || disabled();
 }
 
-MULTI_BODY CURLMcode w_madd(enum shim_flavor f, CURLM *m, CURL *e)
+MULTI_BODY CURLMcode w_madd(enum shim_flavor f, int in, CURLM *m, CURL *e)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_add_handle)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_add_handle(m, e));
     return shim_multi_add(api, m, e);
 }
 
-MULTI_BODY CURLMcode w_mremove(enum shim_flavor f, CURLM *m, CURL *e)
+MULTI_BODY CURLMcode w_mremove(enum shim_flavor f, int in, CURLM *m, CURL *e)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_remove_handle)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_remove_handle(m, e));
     return shim_multi_remove(api, m, e);
 }
 
-MULTI_BODY CURLMcode w_mperform(enum shim_flavor f, CURLM *m, int *running)
+MULTI_BODY CURLMcode w_mperform(enum shim_flavor f, int in, CURLM *m, int *running)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_perform)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_perform(m, running));
     return shim_multi_perform(api, m, running);
 }
 
-MULTI_BODY CURLMcode w_msocket(enum shim_flavor f, CURLM *m, curl_socket_t s, int ev, int *running)
+MULTI_BODY CURLMcode w_msocket(enum shim_flavor f, int in, CURLM *m, curl_socket_t s, int ev, int *running)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_socket_action)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_socket_action(m, s, ev, running));
     return shim_multi_socket_action(api, m, s, ev, running);
 }
 
-MULTI_BODY CURLMcode w_msocket_all(enum shim_flavor f, CURLM *m, int *running)
+MULTI_BODY CURLMcode w_msocket_all(enum shim_flavor f, int in, CURLM *m, int *running)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_socket_all)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_socket_all(m, running));
     return shim_multi_socket_all(api, m, running);
 }
 
-MULTI_BODY CURLMcode w_mwait(enum shim_flavor f, CURLM *m, struct curl_waitfd *x, unsigned int n,
+MULTI_BODY CURLMcode w_mwait(enum shim_flavor f, int in, CURLM *m, struct curl_waitfd *x, unsigned int n,
                          int ms, int *ret, int poll)
 {
     const struct shim_curl_api *api = shim_real(f);
@@ -261,12 +289,12 @@ MULTI_BODY CURLMcode w_mwait(enum shim_flavor f, CURLM *m, struct curl_waitfd *x
     fn = poll ? api->multi_poll : api->multi_wait;
     if (!fn)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(fn(m, x, n, ms, ret));
     return shim_multi_wait(api, m, x, n, ms, ret, poll);
 }
 
-MULTI_BODY CURLMcode w_mfdset(enum shim_flavor f, CURLM *m, fd_set *r, fd_set *w, fd_set *x,
+MULTI_BODY CURLMcode w_mfdset(enum shim_flavor f, int in, CURLM *m, fd_set *r, fd_set *w, fd_set *x,
                           int *max_fd)
 {
     const struct shim_curl_api *api = shim_real(f);
@@ -274,24 +302,24 @@ MULTI_BODY CURLMcode w_mfdset(enum shim_flavor f, CURLM *m, fd_set *r, fd_set *w
 
     if (!api || !api->multi_fdset)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_fdset(m, r, w, x, max_fd));
     return shim_multi_fdset(api, m, r, w, x, max_fd);
 }
 
-MULTI_BODY CURLMcode w_mtimeout(enum shim_flavor f, CURLM *m, long *ms)
+MULTI_BODY CURLMcode w_mtimeout(enum shim_flavor f, int in, CURLM *m, long *ms)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_timeout)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_timeout(m, ms));
     return shim_multi_timeout(api, m, ms);
 }
 
-MULTI_BODY CURLMsg *w_minfo(enum shim_flavor f, CURLM *m, int *left)
+MULTI_BODY CURLMsg *w_minfo(enum shim_flavor f, int in, CURLM *m, int *left)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMsg *rc;
@@ -301,14 +329,14 @@ MULTI_BODY CURLMsg *w_minfo(enum shim_flavor f, CURLM *m, int *left)
             *left = 0;
         return NULL;
     }
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_info_read(m, left));
     return shim_multi_info_read(api, m, left);
 }
 
 /* Re-packs the one variadic argument by the option's type, as
  * curl_multi_setopt reads it. */
-MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_list ap)
+MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, int in, CURLM *m, CURLMoption o, va_list ap)
 {
     const struct shim_curl_api *api = shim_real(f);
     union shim_optval v;
@@ -325,7 +353,7 @@ MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_l
         v.fn = va_arg(ap, void (*)(void));
     else
         v.off = va_arg(ap, curl_off_t);
-    if (!direct())
+    if (!direct(in))
         return shim_multi_setopt(api, m, o, v);
     if (o < CURLOPTTYPE_OBJECTPOINT)
         STRAIGHT(api->multi_setopt(m, o, v.l));
@@ -336,32 +364,32 @@ MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, CURLM *m, CURLMoption o, va_l
     STRAIGHT(api->multi_setopt(m, o, v.off));
 }
 
-MULTI_BODY CURLMcode w_massign(enum shim_flavor f, CURLM *m, curl_socket_t s, void *p)
+MULTI_BODY CURLMcode w_massign(enum shim_flavor f, int in, CURLM *m, curl_socket_t s, void *p)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_assign)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_assign(m, s, p));
     return shim_multi_assign(api, m, s, p);
 }
 
-MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
+MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
 {
     const struct shim_curl_api *api = shim_real(f);
     CURLMcode rc;
 
     if (!api || !api->multi_cleanup)
         return CURLM_INTERNAL_ERROR;
-    if (direct())
+    if (direct(in))
         STRAIGHT(api->multi_cleanup(m));
     return shim_multi_cleanup(api, m);
 }
 
-/* libcurl calling itself (inside curl_easy_perform, the guard up) once
- * the build is bound: the entry point tail-calls the real function before
+/* libcurl calling itself (inside curl_easy_perform, the guard up, the
+ * caller in libcurl's code) once the build is bound: the entry point tail-calls the real function before
  * anything else, since this happens thousands of times a second; the
  * wrapper bodies handle every other case. */
 #define INNER(F, field, args)                                                  \
@@ -369,7 +397,7 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
         const struct shim_curl_api *a_;                                        \
         if (shim_guard_active() &&                                             \
             (a_ = __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE)) &&   \
-            a_->field)                                                         \
+            internal_call(a_, __builtin_return_address(0)) && a_->field)       \
             return a_->field args;                                             \
     } while (0)
 
@@ -378,69 +406,69 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
         tag##_madd(CURLM *m, CURL *e)                                          \
     {                                                                          \
         INNER(F, multi_add_handle, (m, e));                                    \
-        return w_madd(F, m, e);                                                \
+        return w_madd(F, FROM_LIBCURL(F), m, e);                                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_remove_handle" VER))) CURLMcode   \
         tag##_mremove(CURLM *m, CURL *e)                                       \
     {                                                                          \
         INNER(F, multi_remove_handle, (m, e));                                 \
-        return w_mremove(F, m, e);                                             \
+        return w_mremove(F, FROM_LIBCURL(F), m, e);                                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_perform" VER))) CURLMcode         \
         tag##_mperform(CURLM *m, int *r)                                       \
     {                                                                          \
         INNER(F, multi_perform, (m, r));                                       \
-        return w_mperform(F, m, r);                                            \
+        return w_mperform(F, FROM_LIBCURL(F), m, r);                                            \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket_action" VER))) CURLMcode   \
         tag##_msocket_action(CURLM *m, curl_socket_t s, int ev, int *r)        \
     {                                                                          \
         INNER(F, multi_socket_action, (m, s, ev, r));                          \
-        return w_msocket(F, m, s, ev, r);                                      \
+        return w_msocket(F, FROM_LIBCURL(F), m, s, ev, r);                                      \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket" VER))) CURLMcode          \
         tag##_msocket(CURLM *m, curl_socket_t s, int *r)                       \
     {                                                                          \
         INNER(F, multi_socket_action, (m, s, 0, r));                           \
-        return w_msocket(F, m, s, 0, r);                                       \
+        return w_msocket(F, FROM_LIBCURL(F), m, s, 0, r);                                       \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket_all" VER))) CURLMcode      \
         tag##_msocket_all(CURLM *m, int *r)                                    \
     {                                                                          \
         INNER(F, multi_socket_all, (m, r));                                    \
-        return w_msocket_all(F, m, r);                                         \
+        return w_msocket_all(F, FROM_LIBCURL(F), m, r);                                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_wait" VER))) CURLMcode            \
         tag##_mwait(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
                     int *ret)                                                  \
     {                                                                          \
         INNER(F, multi_wait, (m, x, n, ms, ret));                              \
-        return w_mwait(F, m, x, n, ms, ret, 0);                                \
+        return w_mwait(F, FROM_LIBCURL(F), m, x, n, ms, ret, 0);                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_poll" VER))) CURLMcode            \
         tag##_mpoll(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
                     int *ret)                                                  \
     {                                                                          \
         INNER(F, multi_poll, (m, x, n, ms, ret));                              \
-        return w_mwait(F, m, x, n, ms, ret, 1);                                \
+        return w_mwait(F, FROM_LIBCURL(F), m, x, n, ms, ret, 1);                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_fdset" VER))) CURLMcode           \
         tag##_mfdset(CURLM *m, fd_set *r, fd_set *w, fd_set *x, int *mx)       \
     {                                                                          \
         INNER(F, multi_fdset, (m, r, w, x, mx));                               \
-        return w_mfdset(F, m, r, w, x, mx);                                    \
+        return w_mfdset(F, FROM_LIBCURL(F), m, r, w, x, mx);                                    \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_timeout" VER))) CURLMcode         \
         tag##_mtimeout(CURLM *m, long *ms)                                     \
     {                                                                          \
         INNER(F, multi_timeout, (m, ms));                                      \
-        return w_mtimeout(F, m, ms);                                           \
+        return w_mtimeout(F, FROM_LIBCURL(F), m, ms);                                           \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_info_read" VER))) CURLMsg *       \
         tag##_minfo(CURLM *m, int *left)                                       \
     {                                                                          \
         INNER(F, multi_info_read, (m, left));                                  \
-        return w_minfo(F, m, left);                                            \
+        return w_minfo(F, FROM_LIBCURL(F), m, left);                                            \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_setopt" VER))) CURLMcode          \
         tag##_msetopt(CURLM *m, CURLMoption o, ...)                            \
@@ -448,7 +476,7 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
         va_list ap;                                                            \
         CURLMcode rc;                                                          \
         va_start(ap, o);                                                       \
-        rc = w_msetopt(F, m, o, ap);                                           \
+        rc = w_msetopt(F, FROM_LIBCURL(F), m, o, ap);                                           \
         va_end(ap);                                                            \
         return rc;                                                             \
     }                                                                          \
@@ -456,13 +484,13 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
         tag##_massign(CURLM *m, curl_socket_t s, void *p)                      \
     {                                                                          \
         INNER(F, multi_assign, (m, s, p));                                     \
-        return w_massign(F, m, s, p);                                          \
+        return w_massign(F, FROM_LIBCURL(F), m, s, p);                                          \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_cleanup" VER))) CURLMcode         \
         tag##_mcleanup(CURLM *m)                                               \
     {                                                                          \
         INNER(F, multi_cleanup, (m));                                          \
-        return w_mcleanup(F, m);                                               \
+        return w_mcleanup(F, FROM_LIBCURL(F), m);                                               \
     }
 
 #define MULTI_PROTOS(tag)                                                      \
@@ -484,7 +512,7 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
 #define WRAPPERS(tag, F, VER)                                                  \
     EXPORT __attribute__((symver("curl_easy_init" VER))) CURL *tag##_init(void) \
     {                                                                          \
-        return w_init(F);                                                      \
+        return w_init(F, FROM_LIBCURL(F));                                                      \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_setopt" VER))) CURLcode            \
         tag##_setopt(CURL *h, CURLoption o, ...)                               \
@@ -492,14 +520,14 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
         va_list ap;                                                            \
         CURLcode rc;                                                           \
         va_start(ap, o);                                                       \
-        rc = w_setopt(F, h, o, ap);                                            \
+        rc = w_setopt(F, FROM_LIBCURL(F), h, o, ap);                                            \
         va_end(ap);                                                            \
         return rc;                                                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_perform" VER))) CURLcode           \
         tag##_perform(CURL *h)                                                 \
     {                                                                          \
-        return w_perform(F, h);                                                \
+        return w_perform(F, FROM_LIBCURL(F), h);                                                \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_getinfo" VER))) CURLcode           \
         tag##_getinfo(CURL *h, CURLINFO i, ...)                                \
@@ -507,24 +535,24 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, CURLM *m)
         va_list ap;                                                            \
         CURLcode rc;                                                           \
         va_start(ap, i);                                                       \
-        rc = w_getinfo(F, h, i, ap);                                           \
+        rc = w_getinfo(F, FROM_LIBCURL(F), h, i, ap);                                           \
         va_end(ap);                                                            \
         return rc;                                                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_cleanup" VER))) void               \
         tag##_cleanup(CURL *h)                                                 \
     {                                                                          \
-        w_cleanup(F, h);                                                       \
+        w_cleanup(F, FROM_LIBCURL(F), h);                                                       \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_reset" VER))) void tag##_reset(    \
         CURL *h)                                                               \
     {                                                                          \
-        w_reset(F, h);                                                         \
+        w_reset(F, FROM_LIBCURL(F), h);                                                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_duphandle" VER))) CURL *           \
         tag##_duphandle(CURL *h)                                               \
     {                                                                          \
-        return w_duphandle(F, h);                                              \
+        return w_duphandle(F, FROM_LIBCURL(F), h);                                              \
     }
 
 /* The prototypes keep -Wmissing-prototypes quiet for the aliases. */

@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,52 @@ static void bind_multi(enum shim_flavor f, struct shim_curl_api *a)
     BIND_OPT(multi_setopt, "curl_multi_setopt");
     BIND_OPT(multi_assign, "curl_multi_assign");
     BIND_OPT(multi_cleanup, "curl_multi_cleanup");
+    BIND_OPT(url_get, "curl_url_get");
+    BIND_OPT(free, "curl_free");
+}
+
+/* The executable segments of the object that holds code address p. */
+struct text_find {
+    uintptr_t base, lo, hi;
+};
+
+static int text_of_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct text_find *t = arg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    int i;
+
+    (void)size;
+    if ((uintptr_t)info->dlpi_addr != t->base)
+        return 0;
+    for (i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        if (info->dlpi_addr + ph->p_vaddr < lo)
+            lo = info->dlpi_addr + ph->p_vaddr;
+        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+            hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    if (hi > lo) {
+        t->lo = lo;
+        t->hi = hi;
+    }
+    return 1;
+}
+
+static void find_text(struct shim_curl_api *a)
+{
+    struct text_find t = {0, 0, 0};
+    Dl_info info;
+    struct link_map *lm = NULL;
+
+    if (!dladdr1(*(void **)&a->easy_perform, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+        return;
+    t.base = (uintptr_t)lm->l_addr;
+    dl_iterate_phdr(text_of_object, &t);
+    a->text_lo = t.lo;
+    a->text_hi = t.hi;
 }
 
 static void bind_flavor(enum shim_flavor f)
@@ -135,6 +182,7 @@ static void bind_flavor(enum shim_flavor f)
     BIND(slist_append, "curl_slist_append");
     BIND(slist_free_all, "curl_slist_free_all");
     bind_multi(f, a);
+    find_text(a);
     bound_ok[f] = 1;
     __atomic_store_n(&shim_real_ready[f], a, __ATOMIC_RELEASE);
 out:

@@ -12,6 +12,7 @@
 #define SHIM_REAL_H
 
 #include <curl/curl.h>
+#include <stdint.h>
 
 enum shim_flavor {
     SHIM_FLAVOR_OPENSSL = 0,
@@ -46,6 +47,12 @@ struct shim_curl_api {
     CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
     CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
     CURLMcode (*multi_cleanup)(CURLM *);
+    /* CURLOPT_CURLU's URL (handles.c); NULL in a libcurl without them */
+    CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
+    void (*free)(void *);
+    /* [text_lo, text_hi): libcurl's own code, so a call into a wrapper
+     * from there is libcurl calling itself (shim_real_from_libcurl) */
+    uintptr_t text_lo, text_hi;
 };
 
 /* Binds flavour f (once) and returns its table; NULL (and one error log)
@@ -66,6 +73,16 @@ static inline const struct shim_curl_api *shim_real(enum shim_flavor f)
         return NULL;
     a = __atomic_load_n(&shim_real_ready[f], __ATOMIC_ACQUIRE);
     return a ? a : shim_real_bind(f);
+}
+
+/* Whether ret (a return address) lies in api's libcurl: a call into a
+ * wrapper that libcurl made itself, not the program (nor a callback of
+ * the program's that libcurl is running). */
+static inline int shim_real_from_libcurl(const struct shim_curl_api *api, const void *ret)
+{
+    uintptr_t r = (uintptr_t)ret;
+
+    return api && r >= api->text_lo && r < api->text_hi;
 }
 
 /* Loads libcjson.so.1 (RTLD_LOCAL: it stays out of the host's global

@@ -645,6 +645,7 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
         return -ENOTSUP;
     }
     shim_guard_enter();
+    api->easy_setopt(u->h, CURLOPT_CURLU, (CURLU *)NULL); /* else it, not the URL, counts */
     api->easy_setopt(u->h, CURLOPT_URL, u->url);
     shim_guard_leave();
     rc = copy_headers(u, v->headers);

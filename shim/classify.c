@@ -215,7 +215,8 @@ enum shim_pass shim_classify_explain(int is_post, const char *method, const char
         out->code = SHIM_PASS_NO_BODY;
         snprintf(out->text, sizeof(out->text),
                  "no body codeshim can read: it reads a JSON body set with "
-                 "CURLOPT_POSTFIELDS (curl -d), not a form, MIME post or read callback");
+                 "CURLOPT_POSTFIELDS (curl -d) or sent by a read callback, not a form "
+                 "or MIME post");
         return out->code;
     }
     if (len == SHIM_BODY_STRING)

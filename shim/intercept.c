@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <stdint.h>
 
 /* In offline and replay modes nothing may reach the network: a request to
  * a model endpoint that codeshim does not take over gets a clear error. */
@@ -110,11 +112,21 @@ static void log_pass(const struct shim_handle_view *v, const char *why, size_t m
     if (!shim_log_enabled(SHIM_LOG_DEBUG) ||
         (shim_classify_url(v->url) == SHIM_API_NONE && !shim_classify_maybe_containers(v->url)))
         return;
+    if (!why && v->body_from_cb && !v->body && v->src.size > 0 &&
+        (uint64_t)v->src.size > max_body) {
+        snprintf(w.text, sizeof(w.text),
+                 "the body its read callback sends is over CODESHIM_MAX_REQUEST (%lld bytes, "
+                 "more than %zu); codeshim did not read it", (long long)v->src.size, max_body);
+        why = w.text;
+    }
     if (!why) {
         /* a form or MIME post is a POST whose body codeshim cannot read */
         int post = v->method == SHIM_METHOD_POST || v->method == SHIM_METHOD_POST_FORM ||
-                   v->method == SHIM_METHOD_POST_MIME;
-        if (shim_classify_explain(post, method, v->method == SHIM_METHOD_POST ? v->body : NULL,
+                   v->method == SHIM_METHOD_POST_MIME ||
+                   (v->method == SHIM_METHOD_PUT && !strcasecmp(method, "POST"));
+        if (shim_classify_explain(post, method,
+                                  v->method == SHIM_METHOD_POST || v->body_from_cb ? v->body
+                                                                                   : NULL,
                                   v->body_len, max_body, &w) == SHIM_PASS_OURS)
             snprintf(w.text, sizeof(w.text),
                      "the body does not spell \"code_interpreter\" out literally (JSON "
@@ -148,7 +160,11 @@ static int pass_handle(CURL *h, size_t max_body)
  * own rewinds do: offset 0), libcurl's default fread rewinds its FILE;
  * else the give-back below hands libcurl the bytes already read, then
  * whatever the program's callback gives, and the program's callback is
- * set back once the transfer is over. */
+ * set back once the transfer is over. A callback that pauses
+ * (CURL_READFUNC_PAUSE) before the end of its body sends the transfer to
+ * libcurl that way: libcurl asks the program's callback again once the
+ * bytes before the pause are sent, and a program still without data
+ * pauses it there, to resume it as it would have (curl_easy_pause). */
 
 #define READ_CHUNK 65536
 
@@ -156,7 +172,6 @@ struct giveback {
     const struct shim_curl_api *api;
     struct shim_body_cb src; /* the program's, at the time of reading */
     long pos;                /* libcurl's default fread: ftell before (-1: none) */
-    int pause;               /* the program's callback asked for a pause */
     int eof;                 /* ...said its body ended: not asked again */
     size_t len, off, cap;
     char data[];
@@ -203,10 +218,8 @@ static enum rd read_body(const struct shim_curl_api *api, const struct shim_hand
         n = program_read(&gb->src, gb->data + gb->len, ask);
         if (n == CURL_READFUNC_ABORT)
             return RD_ABORT;
-        if (n == CURL_READFUNC_PAUSE) {
-            gb->pause = 1;
+        if (n == CURL_READFUNC_PAUSE)
             return RD_PAUSE;
-        }
         if (n > ask)
             return RD_FUNNY;
         if (n == 0) {
@@ -232,10 +245,6 @@ static size_t giveback_read(char *buf, size_t size, size_t n, void *arg)
         memcpy(buf, gb->data + gb->off, k);
         gb->off += k;
         return k;
-    }
-    if (gb->pause) { /* the pause the program asked for, now libcurl's */
-        gb->pause = 0;
-        return CURL_READFUNC_PAUSE;
     }
     if (gb->eof)
         return 0;
@@ -400,9 +409,12 @@ static int take_body(struct shim_intercept_job *j, size_t max)
             j->kind = SHIM_API_NONE;
         return 0;
     default:
-        if (r == RD_PAUSE)
-            LOG_DEBUG("the program's read callback paused before the end of the body: "
-                      "the request goes to libcurl");
+        snprintf(j->pass_why, sizeof(j->pass_why), "%s",
+                 r == RD_PAUSE ? "its read callback paused before the end of the body"
+                 : r == RD_BIG ? "the body its read callback sends is over "
+                                 "CODESHIM_MAX_REQUEST"
+                 : r == RD_SHORT ? "its read callback ended the body before the size it set"
+                                 : "out of memory reading the body");
         j->kind = SHIM_API_NONE;
         return 0;
     }

@@ -770,6 +770,81 @@ static void answers_every_info_it_claims(void **state)
     shim_handles_forget(h);
 }
 
+/* shim_handles_begin without what it tells of read-callback bodies */
+static enum shim_api begin(CURL *h, size_t max)
+{
+    void *stale;
+    int read;
+    enum shim_api k = shim_handles_begin(h, max, &read, &stale);
+
+    assert_int_equal(read, 0);
+    assert_null(stale);
+    return k;
+}
+
+static size_t a_read_cb(char *p, size_t sz, size_t n, void *ud)
+{
+    (void)p, (void)sz, (void)n, (void)ud;
+    return 0;
+}
+
+/* A POST (or an UPLOAD named POST) without POSTFIELDS may be ours until
+ * its read callback's body is read; a known size over the cap or zero is
+ * libcurl's unread. The view says where the body comes from. */
+static void begin_read_callback_bodies(void **state)
+{
+    struct shim_handle_view v;
+    CURL *h = H(0x7300);
+    void *stale, *gb;
+    int read;
+    int data;
+    (void)state;
+
+    rec_p(h, CURLOPT_URL, "http://h/v1/responses");
+    rec_l(h, CURLOPT_POST, 1);
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_RESPONSES);
+    assert_int_equal(read, 1); /* chunked: read to know */
+    rec_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 100);
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_RESPONSES);
+    assert_int_equal(read, 1);
+    assert_int_equal(shim_handles_begin(h, 99, &read, &stale), SHIM_API_NONE);
+    assert_int_equal(read, 0);
+    rec_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 0);
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_NONE);
+    assert_int_equal(read, 0);
+
+    rec_l(h, CURLOPT_UPLOAD, 1); /* a PUT: not ours */
+    rec_off(h, CURLOPT_INFILESIZE_LARGE, 50);
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_NONE);
+    rec_p(h, CURLOPT_CUSTOMREQUEST, "POST"); /* curl -X POST -T */
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_RESPONSES);
+    assert_int_equal(read, 1);
+
+    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_READFUNCTION,
+                        (union shim_optval){.fn = (void (*)(void))a_read_cb}, 1);
+    rec_p(h, CURLOPT_READDATA, &data);
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_int_equal(v.body_from_cb, 1);
+    assert_null(v.body);
+    assert_ptr_equal(v.src.read_cb, a_read_cb);
+    assert_ptr_equal(v.src.read_data, &data);
+    assert_int_equal(v.src.size, 50);
+    shim_handle_view_free(&v);
+
+    /* a give-back left on the handle comes back with the next begin */
+    gb = malloc(8);
+    assert_null(shim_handles_set_giveback(h, gb));
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_RESPONSES);
+    assert_ptr_equal(stale, gb);
+    assert_null(shim_handles_take_giveback(h));
+    free(gb);
+    assert_null(shim_handles_set_giveback(h, malloc(8))); /* freed with the handle */
+    shim_handles_forget(h);
+    gb = malloc(8);
+    assert_ptr_equal(shim_handles_set_giveback(h, gb), gb); /* unknown handle */
+    free(gb);
+}
+
 /* shim_handles_begin, the pass-through's one look: the pre-check on the
  * recorded options, and every perform drops the last synthetic answer. */
 static void begin_checks_and_clears(void **state)
@@ -780,28 +855,28 @@ static void begin_checks_and_clears(void **state)
     long l;
     (void)state;
 
-    assert_int_equal(shim_handles_begin(H(0x7200), 1 << 20), SHIM_API_NONE); /* unknown */
+    assert_int_equal(begin(H(0x7200), 1 << 20), SHIM_API_NONE); /* unknown */
     rec_p(h, CURLOPT_URL, "http://h/v1/responses");
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE); /* no body */
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_NONE); /* no body */
     rec_p(h, CURLOPT_POSTFIELDS, "{\"tools\":[]}");
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE); /* no needle */
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_NONE); /* no needle */
     rec_p(h, CURLOPT_POSTFIELDS, ours);
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_RESPONSES);
-    assert_int_equal(shim_handles_begin(h, 8), SHIM_API_NONE); /* too big */
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_RESPONSES);
+    assert_int_equal(begin(h, 8), SHIM_API_NONE); /* too big */
     rec_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 10); /* the needle past the size */
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_NONE);
     rec_off(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(ours));
     rec_p(h, CURLOPT_CUSTOMREQUEST, "PUT");
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_NONE);
     rec_p(h, CURLOPT_CUSTOMREQUEST, NULL);
     rec_p(h, CURLOPT_URL, "http://h/v1/chat/completions");
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_CHAT);
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_CHAT);
     rec_l(h, CURLOPT_HTTPGET, 1);
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_NONE);
 
     assert_int_equal(shim_handles_set_answer(h, &a), 0);
     assert_int_equal(shim_handles_get_answer(h, CURLINFO_RESPONSE_CODE, &l), 1);
-    assert_int_equal(shim_handles_begin(h, 1 << 20), SHIM_API_NONE);
+    assert_int_equal(begin(h, 1 << 20), SHIM_API_NONE);
     assert_int_equal(shim_handles_get_answer(h, CURLINFO_RESPONSE_CODE, &l), 0);
     shim_handles_forget(h);
 }
@@ -937,6 +1012,7 @@ int main(void)
         cmocka_unit_test(transport_options_are_copied),
         cmocka_unit_test(answers_every_info_it_claims),
         cmocka_unit_test(begin_checks_and_clears),
+        cmocka_unit_test(begin_read_callback_bodies),
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),
     };

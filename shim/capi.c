@@ -1,6 +1,8 @@
 /* capi.c - see capi.h. */
 #include "capi.h"
 
+#include "text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,26 @@ static size_t segment(const char **p)
     return n;
 }
 
+/* A query value as its sender meant it: %XX decoded, '+' a space (an HTML
+ * form's and the SDKs' encoding); a '%' not followed by two hex digits
+ * stays. Truncated to out's size. */
+static void unescape(const char *v, size_t vl, char *out, size_t outsz)
+{
+    size_t i, o = 0;
+
+    for (i = 0; i < vl && o + 1 < outsz; i++) {
+        int hi, lo;
+        if (v[i] == '%' && i + 2 < vl &&
+            (hi = shim_text_hexval(v[i + 1])) >= 0 && (lo = shim_text_hexval(v[i + 2])) >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = v[i] == '+' ? ' ' : v[i];
+        }
+    }
+    out[o] = '\0';
+}
+
 static void query(const char *q, struct shim_capi_route *r)
 {
     while (q && *q && *q != '#') {
@@ -34,7 +56,7 @@ static void query(const char *q, struct shim_capi_route *r)
         size_t vl = kl < n ? n - kl - 1 : 0;
         char val[256];
 
-        snprintf(val, sizeof(val), "%.*s", (int)(vl < sizeof(val) ? vl : sizeof(val) - 1), v);
+        unescape(v, vl, val, sizeof(val));
         if (kl == 5 && !strncmp(q, "limit", 5)) {
             char *end;
             long l = strtol(val, &end, 10);
@@ -176,12 +198,12 @@ cJSON *shim_capi_list(const void *v, size_t n, const char *cid,
                 start = k + 1;
     for (k = start; k < n; k++) {
         idx = r->ascending ? k : n - 1 - k;
-        if ((int)taken == r->limit) {
+        if (!cid && r->name[0] && strcmp(((const struct shim_container *)v)[idx].name, r->name))
+            continue;
+        if ((int)taken == r->limit) { /* one more that the filter keeps */
             more = 1;
             break;
         }
-        if (!cid && r->name[0] && strcmp(((const struct shim_container *)v)[idx].name, r->name))
-            continue;
         cJSON_AddItemToArray(data, cid ? shim_capi_file(&((const struct shim_cfile *)v)[idx], cid)
                                        : shim_capi_container(&((const struct shim_container *)v)[idx]));
         if (!taken)

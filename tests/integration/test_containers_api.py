@@ -231,6 +231,26 @@ def test_pagination(fake):
     assert j["error"]["param"] == "order"
 
 
+def test_list_name_filter_is_decoded_and_has_more_means_more(fake):
+    """?name= is percent-decoded ('+' a space), and a filtered page says
+    has_more only when another container of that name follows."""
+    spaced = [create(fake.url, "my box/1")["id"] for _ in range(2)]
+    create(fake.url, "other")
+    create(fake.url, "other")
+    for q in ("name=my%20box%2F1", "name=my+box%2f1"):
+        page = call([fake.url + "/containers?limit=2&order=asc&" + q],
+                    component="ContainerListResource")
+        assert [c["id"] for c in page["data"]] == spaced, (q, page)
+        assert page["has_more"] is False, page
+    page = call([fake.url + "/containers?limit=1&order=asc&name=my%20box%2F1"],
+                component="ContainerListResource")
+    assert [c["id"] for c in page["data"]] == spaced[:1] and page["has_more"] is True
+    page = call([fake.url + "/containers?limit=1&order=asc&name=my%20box%2F1&after=" +
+                 spaced[0]], component="ContainerListResource")
+    assert [c["id"] for c in page["data"]] == spaced[1:] and page["has_more"] is False
+    assert fake.requests() == []
+
+
 def test_expired_container_is_gone(fake, tmp_path):
     c = create(fake.url, expires_after={"anchor": "last_active_at", "minutes": 1})
     from conftest import RUNTIME_DIR

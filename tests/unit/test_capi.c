@@ -91,11 +91,43 @@ static void pages(void **state)
     cJSON_Delete(j);
 }
 
+/* A name filter: the value percent-decoded, and has_more only when one
+ * more container the filter keeps follows the page. */
+static void name_filter(void **state)
+{
+    struct shim_container v[4];
+    struct shim_capi_route r;
+    cJSON *j;
+    int i;
+    (void)state;
+
+    memset(v, 0, sizeof(v));
+    for (i = 0; i < 4; i++) {
+        snprintf(v[i].id, sizeof(v[i].id), "cntr_%d", i);
+        snprintf(v[i].name, sizeof(v[i].name), "%s", i < 2 ? "a b/c" : "zz");
+    }
+    shim_capi_route("GET", "https://h/v1/containers?order=asc&limit=2&name=a%20b%2Fc", &r);
+    assert_string_equal(r.name, "a b/c");
+    j = shim_capi_list(v, 4, NULL, &r);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "data")), 2);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "has_more")));
+    cJSON_Delete(j);
+    shim_capi_route("GET", "https://h/v1/containers?name=a+b%2fc&limit=1", &r);
+    assert_string_equal(r.name, "a b/c");
+    j = shim_capi_list(v, 4, NULL, &r); /* desc: cntr_1, then cntr_0 follows */
+    assert_string_equal(cJSON_GetObjectItem(j, "first_id")->valuestring, "cntr_1");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "has_more")));
+    cJSON_Delete(j);
+    shim_capi_route("GET", "https://h/v1/containers?name=100%25%2&limit=1", &r);
+    assert_string_equal(r.name, "100%%2"); /* a broken escape stays as it is */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(routes),
         cmocka_unit_test(pages),
+        cmocka_unit_test(name_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -299,3 +299,70 @@ def test_request_inside_a_write_callback_offline_reaches_no_network(fake):
     assert len(lines) == 1 and lines[0].startswith("rc=0 code=400 "), lines
     assert json.loads(out)["error"]["code"] == "codeshim_offline"
     assert [q["path"] for q in fake.requests()] == ["/v1/models", "/v1/models"]
+
+
+# ------------------------------------------------------------ multi, pycurl
+
+PYCURL_MULTI = r"""
+import io, json, sys, pycurl
+url, key, bodies = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+m = pycurl.CurlMulti()
+c = pycurl.Curl()
+out = []
+for spec in bodies:
+    data = spec["body"].encode()
+    src, buf = io.BytesIO(data), io.BytesIO()
+    def rd(n, src=src):
+        if spec.get("abort") and src.tell() >= 10:
+            return pycurl.READFUNC_ABORT
+        return src.read(min(n, 9))
+    c.setopt(pycurl.URL, url)
+    c.setopt(pycurl.HTTPHEADER, ["Content-Type: application/json",
+                                 "Authorization: Bearer " + key])
+    c.setopt(pycurl.POST, 1)
+    c.setopt(pycurl.READFUNCTION, rd)
+    c.setopt(pycurl.POSTFIELDSIZE, len(data) if spec.get("sized") else -1)
+    c.setopt(pycurl.WRITEFUNCTION, buf.write)
+    m.add_handle(c)
+    result = None
+    while result is None:
+        while m.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+            pass
+        n, ok, bad = m.info_read()
+        if ok:
+            result = 0
+        elif bad:
+            result = bad[0][1]
+        else:
+            m.select(1.0)
+    m.remove_handle(c)
+    out.append({"rc": result, "code": c.getinfo(pycurl.RESPONSE_CODE),
+                "body": buf.getvalue().decode(), "left": len(src.read())})
+print(json.dumps(out))
+"""
+
+
+def test_pycurl_multi_readfunction_bodies(fake):
+    """On a multi handle the body is read inside the program's
+    curl_multi_perform: ours is intercepted; one that is not (no seek or
+    ioctl callback) reaches the upstream whole, twice on one handle (the
+    program's callback its own again after remove_handle); an abort is 42."""
+    ours = json.dumps(req(blocks("print('multi')\n")))
+    plain = json.dumps(NOT_OURS)
+    specs = [{"body": ours}, {"body": plain, "sized": True}, {"body": plain},
+             {"body": ours, "abort": True}]
+    rc, out, err = run([PYTHON, "-c", PYCURL_MULTI, fake.url + "/responses", KEY,
+                        json.dumps(specs)], env=ENV)
+    assert rc == 0, err.decode()
+    res = json.loads(out)
+    assert [r["rc"] for r in res] == [0, 0, 0, 42], res
+    assert res[0]["code"] == 200 and res[0]["left"] == 0
+    assert_ran(one_response(res[0]["body"]), "print('multi')\n", "multi\n")
+    for r in res[1:3]:
+        assert r["code"] == 200 and r["left"] == 0, r
+        schema_check.validate(json.loads(r["body"]), "Response")
+    reqs = fake.requests()
+    assert len(reqs) == 4, [q["raw"][:80] for q in reqs]
+    assert [q["raw"] for q in reqs[2:]] == [plain, plain]
+    assert "chunked" not in reqs[2]["headers"].get("transfer-encoding", "")
+    assert "chunked" in reqs[3]["headers"].get("transfer-encoding", "")

@@ -8,7 +8,7 @@ curl python3 python3-pycurl python3-jsonschema python3-pytest nettle-dev libyaml
 clang libclang-rt-14-dev libssl-dev openssl
 bubblewrap libseccomp-dev util-linux passwd procps binutils
 python3-numpy python3-pandas python3-matplotlib
-php-cli php-curl"
+php-cli php-curl python3-tornado"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -2,9 +2,13 @@
  *
  * libcurl calls its own public API through the PLT (curl_easy_perform
  * drives curl_multi_*, DoH sets options on internal handles), and codeshim
- * calls real libcurl for upstream requests. While the guard is up on this
- * thread, wrappers forward straight to the real function and record
- * nothing about handles they have not seen before. */
+ * calls real libcurl for upstream requests. The guard is up on this
+ * thread while such a real call runs. A wrapper called then from
+ * libcurl's own code (preload.c asks real.h whether its return address
+ * lies in libcurl) forwards straight to the real function and records
+ * nothing about handles it has not seen before; one called from a
+ * callback of the program's that libcurl is running is the program's
+ * call like any other. */
 #ifndef SHIM_GUARD_H
 #define SHIM_GUARD_H
 

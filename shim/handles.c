@@ -520,21 +520,6 @@ int shim_handles_body_cb(CURL *h, struct shim_body_cb *out)
     return e ? 0 : -ENOENT;
 }
 
-void *shim_handles_take_giveback(CURL *h)
-{
-    struct entry *e;
-    void *p = NULL;
-
-    pthread_mutex_lock(&lock);
-    e = find(h);
-    if (e) {
-        p = e->giveback;
-        e->giveback = NULL;
-    }
-    pthread_mutex_unlock(&lock);
-    return p;
-}
-
 int shim_handles_view(CURL *h, struct shim_handle_view *out)
 {
     struct entry *e;

@@ -122,10 +122,10 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
 
 /* intercept.c's record of a body it read and gave back to libcurl through
  * its own read callback on h (one allocation, freed with free() by the
- * table when h is cleaned up or reset). set stores p (NULL: none) and
- * returns the one it replaces; take removes and returns it. */
+ * table when h is cleaned up or reset): stores p (NULL: none, which
+ * takes it out) and returns the one it replaces (p itself when h is not
+ * in the table). */
 void *shim_handles_set_giveback(CURL *h, void *p);
-void *shim_handles_take_giveback(CURL *h);
 /* The body callbacks recorded for h now (0), or -ENOENT. */
 int shim_handles_body_cb(CURL *h, struct shim_body_cb *out);
 /* Fills *out (0) or -ENOENT when nothing was recorded for h; -ENOMEM. */

@@ -318,12 +318,12 @@ static int pass_back(CURL *h, struct giveback *gb)
 
 void shim_intercept_restore(CURL *h)
 {
-    restore(h, shim_handles_take_giveback(h));
+    restore(h, shim_handles_set_giveback(h, NULL));
 }
 
 void shim_intercept_duphandle(const struct shim_curl_api *api, CURL *from, CURL *to)
 {
-    struct giveback *gb = shim_handles_take_giveback(from);
+    struct giveback *gb = shim_handles_set_giveback(from, NULL);
     struct shim_body_cb src;
 
     if (!gb)

@@ -42,14 +42,11 @@ def assert_ran(r, code, logs):
 
 
 def bodyprog(url, body, *opts, env=None):
-    path, data = body_file(body)
-    try:
-        e = dict(ENV)
-        e.update(env or {})
-        rc, out, err = run([str(BODYPROG), "--url", url, "--body-file", path, "--key", KEY]
-                           + list(opts), env=e)
-    finally:
-        os.unlink(path)
+    data = json.dumps(body).encode()
+    e = dict(ENV)
+    e.update(env or {})
+    rc, out, err = run([str(BODYPROG), "--url", url, "--key", KEY] + list(opts), env=e,
+                       input=data)
     lines = [ln for ln in err.decode(errors="replace").splitlines() if ln.startswith("rc=")]
     return rc, out, err.decode(errors="replace"), lines, data
 

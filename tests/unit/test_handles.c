@@ -836,7 +836,7 @@ static void begin_read_callback_bodies(void **state)
     assert_null(shim_handles_set_giveback(h, gb));
     assert_int_equal(shim_handles_begin(h, 1 << 20, &read, &stale), SHIM_API_RESPONSES);
     assert_ptr_equal(stale, gb);
-    assert_null(shim_handles_take_giveback(h));
+    assert_null(shim_handles_set_giveback(h, NULL));
     free(gb);
     assert_null(shim_handles_set_giveback(h, malloc(8))); /* freed with the handle */
     shim_handles_forget(h);

@@ -2,7 +2,7 @@
  * CURLOPT_READFUNCTION, the ways programs do. It knows nothing about
  * codeshim.
  *
- *   bodyprog --url URL --body-file F --key K [options]
+ *   bodyprog --url URL --key K [options] < body
  *
  *   --chunked        no POSTFIELDSIZE: libcurl sends it chunked
  *   --seek           a SEEKFUNCTION that rewinds the body
@@ -154,32 +154,33 @@ static size_t outer_body(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-static char *slurp(const char *path, size_t *len)
+/* The whole of standard input (the body), or NULL. */
+static char *read_stdin(size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    char *s;
-    long n;
+    size_t cap = 4096, n = 0, k;
+    char *buf = malloc(cap), *t;
 
-    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
-        return NULL;
-    s = malloc((size_t)n + 1);
-    if (!s || fread(s, 1, (size_t)n, f) != (size_t)n)
-        return NULL;
-    fclose(f);
-    *len = (size_t)n;
-    return s;
+    while (buf && (k = fread(buf + n, 1, cap - n, stdin)) > 0) {
+        n += k;
+        if (n < cap)
+            continue;
+        t = realloc(buf, cap * 2);
+        if (!t)
+            free(buf);
+        buf = t;
+        cap *= 2;
+    }
+    *len = n;
+    return buf;
 }
 
 int main(int argc, char **argv)
 {
-    const char *file = NULL;
     int i;
 
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--url") && i + 1 < argc)
             url = argv[++i];
-        else if (!strcmp(argv[i], "--body-file") && i + 1 < argc)
-            file = argv[++i];
         else if (!strcmp(argv[i], "--key") && i + 1 < argc)
             key = argv[++i];
         else if (!strcmp(argv[i], "--chunked"))
@@ -199,7 +200,7 @@ int main(int argc, char **argv)
         else
             return 2;
     }
-    if (!url || !file || !key || !(b.data = slurp(file, &b.len)))
+    if (!url || !key || !(b.data = read_stdin(&b.len)))
         return 2;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (inside) {

@@ -485,7 +485,7 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
         }
         if (kind == SHIM_API_NONE && e->url_containers) {
             kind = SHIM_API_CONTAINERS;
-            *read_body = body_from_cb(e, &size) && size != 0 &&
+            *read_body = is_post(e) && body_from_cb(e, &size) && size != 0 &&
                          (size < 0 || (uint64_t)size <= max_body);
         }
     }

@@ -363,3 +363,21 @@ def test_pycurl_multi_readfunction_bodies(fake):
     assert [q["raw"] for q in reqs[2:]] == [plain, plain]
     assert "chunked" not in reqs[2]["headers"].get("transfer-encoding", "")
     assert "chunked" in reqs[3]["headers"].get("transfer-encoding", "")
+
+
+def test_containers_create_body_from_a_read_callback(fake):
+    """curl -X POST -T to /containers: codeshim's own Containers API reads
+    the body from the read callback too; nothing reaches the upstream."""
+    path, _ = body_file({"name": "from -T"})
+    try:
+        rc, out, err = run([CURL, "-sS", "-X", "POST", "-T", path,
+                            "-H", "Content-Type: application/json",
+                            "-H", "Authorization: Bearer " + KEY, fake.url + "/containers"],
+                           env=ENV)
+    finally:
+        os.unlink(path)
+    assert rc == 0, err.decode()
+    c = json.loads(out)
+    schema_check.validate(c, "ContainerResource")
+    assert c["name"] == "from -T" and c["id"].startswith("cntr_")
+    assert fake.requests() == []

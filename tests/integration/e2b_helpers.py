@@ -30,8 +30,9 @@ def env_for(e, tls=False, **extra):
 
 
 @pytest.fixture
-def e2b():
-    srv = fake_e2b.start(key=KEY)
+def e2b(tmp_path):
+    """A fake e2b whose sandboxes' filesystems are directories of the test's own."""
+    srv = fake_e2b.start(key=KEY, root=tmp_path / "e2b")
     try:
         yield srv
     finally:
@@ -60,7 +61,7 @@ def e2b_tls(tmp_path):
     """A fake e2b that also serves the per-port hosts over TLS; .ca is the
     CA file the program must pass (curl --cacert)."""
     ca, cert, key = make_ca(tmp_path)
-    srv = fake_e2b.start(key=KEY, tls=(str(cert), str(key)))
+    srv = fake_e2b.start(key=KEY, tls=(str(cert), str(key)), root=tmp_path / "e2b")
     srv.ca = ca
     try:
         yield srv

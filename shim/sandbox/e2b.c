@@ -596,15 +596,32 @@ static int op_file_get(void *state, const char *name, size_t max, char **out, si
     return rc < 0 ? rc : shim_e2b_file_get(&e->api, &e->box, abs, max, out, len);
 }
 
+/* A file that could not be placed: the program is warned and the model
+ * told at the next execution, each with the file's name and why. */
+static void not_placed(struct e2b *e, const char *name, const char *why)
+{
+    size_t n = strlen(e->note);
+
+    LOG_WARN("e2b: %s was not placed in /mnt/data: %s", name, why);
+    if (n + 64 < sizeof(e->note))
+        snprintf(e->note + n, sizeof(e->note) - n, "[Note: the file %.100s could not be "
+                 "placed in /mnt/data (%.300s); it is not there.]\n", name, why);
+}
+
 static int op_file_put(void *state, const char *name, const void *data, size_t len)
 {
     struct e2b *e = state;
     char abs[600];
     int rc = file_target(e, name, abs, sizeof(abs));
 
-    if (rc < 0 || strchr(name, '/'))
-        return rc < 0 ? rc : -EINVAL;
-    return shim_e2b_file_put(&e->api, &e->box, abs, data, len);
+    if (rc == 0 && strchr(name, '/'))
+        rc = -EINVAL;
+    if (rc == 0)
+        rc = shim_e2b_file_put(&e->api, &e->box, abs, data, len);
+    if (rc < 0)
+        not_placed(e, name, rc == -EINVAL ? "not a plain file name"
+                            : e->api.why);
+    return rc;
 }
 
 const struct shim_sandbox_ops shim_sandbox_e2b = {

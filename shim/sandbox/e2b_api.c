@@ -12,6 +12,7 @@
 #include "e2b_int.h"
 
 #include "config.h"
+#include "ids.h"
 #include "json.h"
 #include "log.h"
 
@@ -33,6 +34,11 @@
 /* config.c's default: with another E2B_DOMAIN and no E2B_API_URL of its
  * own, the control plane is api.<domain>, as e2b's SDKs make it. */
 #define LINE_MAX_BYTES (16u << 20)       /* one NDJSON line (an image) */
+/* envd takes a raw application/octet-stream upload from this version on
+ * (e2b's SDKs: ENVD_OCTET_STREAM_UPLOAD), only multipart/form-data before */
+#define ENVD_RAW_UPLOAD_MAJOR 0
+#define ENVD_RAW_UPLOAD_MINOR 5
+#define ENVD_RAW_UPLOAD_PATCH 7
 #define STREAM_SLACK (32u << 20)         /* beyond the output cap */
 
 int shim_e2b_api_init(struct shim_e2b_api *a, const struct shim_config *cfg,
@@ -238,6 +244,8 @@ static int box_of(const cJSON *o, struct shim_e2b_box *out)
         return -EPROTO;
     if ((v = shim_json_str(md, "codeshim_nonce")))
         copy_token(out->nonce, sizeof(out->nonce), v);
+    if ((v = shim_json_str(o, "envdVersion")))
+        copy_token(out->envd_version, sizeof(out->envd_version), v);
     out->end_at = rfc3339(shim_json_str(o, "endAt"));
     return 0;
 }
@@ -369,7 +377,8 @@ struct dp_target {
 };
 
 static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
-                         const char *port, const char *path, struct dp_target *t)
+                         const char *port, const char *path, const char *ctype,
+                         struct dp_target *t)
 {
     const char *base = a->cfg->e2b_sandbox_url;
     size_t n = strlen(base), k = 0, i;
@@ -381,9 +390,7 @@ static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box
     else
         snprintf(t->url, sizeof(t->url), "https://%s-%s.%s%s", port, b->id,
                  b->domain[0] ? b->domain : a->cfg->e2b_domain, path);
-    snprintf(t->h[k++], sizeof(t->h[0]), strcmp(port, ENVD_PORT)
-                                             ? "Content-Type: application/json"
-                                             : "Content-Type: application/octet-stream");
+    snprintf(t->h[k++], sizeof(t->h[0]), "Content-Type: %s", ctype);
     snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Id: %s", b->id);
     snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Port: %s", port);
     if (b->envd_token[0])
@@ -398,12 +405,25 @@ static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box
 static void dp_target(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
                       const char *path, struct dp_target *t)
 {
-    dp_target_at(a, b, JUPYTER_PORT, path, t);
+    dp_target_at(a, b, JUPYTER_PORT, path, "application/json", t);
 }
 
 static void dp_forget(struct dp_target *t)
 {
     memset(t, 0, sizeof(*t)); /* the tokens */
+}
+
+/* fail() for a sandbox's own host: a 401/403 there is envd refusing the
+ * sandbox's access token (X-Access-Token), not e2b refusing the key. */
+static int dp_fail(struct shim_e2b_api *a, int rc, const struct shim_http_resp *r,
+                   const char *what)
+{
+    if (rc < 0 || (r->status != 401 && r->status != 403))
+        return fail(a, rc, r, what);
+    a->status = r->status;
+    snprintf(a->why, sizeof(a->why), "the sandbox refused its access token (HTTP %ld) "
+             "while %s", r->status, what);
+    return -EACCES;
 }
 
 /* Logged from a function whose name the log shows (see e2b.c). */
@@ -463,11 +483,8 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     if (rc < 0 || r.status < 200 || r.status >= 300) {
         *end = rc < 0 ? (r.timed_out || rc == -ETIMEDOUT ? SHIM_E2B_TIMEOUT : SHIM_E2B_NOREPLY)
                : r.status == 502 || r.status == 404 ? SHIM_E2B_GONE : SHIM_E2B_REFUSED;
-        if (r.status == 401 || r.status == 403) /* envd: the token, not the key */
-            snprintf(a->why, sizeof(a->why), "the sandbox refused its access token "
-                     "(HTTP %ld)", r.status);
-        else if (*end != SHIM_E2B_TIMEOUT)
-            fail(a, rc, &r, "running the code");
+        if (*end != SHIM_E2B_TIMEOUT)
+            dp_fail(a, rc, &r, "running the code");
         shim_http_resp_free(&r);
         shim_e2b_ndjson_free(&nd);
         return 0;
@@ -552,8 +569,8 @@ static int files_path(const char *abs, char *out, size_t n)
 
 /* One call of envd's file API on abs; r holds the answer (free it). */
 static int envd_call(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *method,
-                     const char *abs, const void *body, size_t len, size_t max,
-                     struct shim_http_resp *r)
+                     const char *abs, const char *ctype, const void *body, size_t len,
+                     size_t max, struct shim_http_resp *r)
 {
     struct shim_http_req rq;
     struct dp_target t;
@@ -563,7 +580,7 @@ static int envd_call(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     memset(r, 0, sizeof(*r));
     if (files_path(abs, path, sizeof(path)) < 0)
         return -ENAMETOOLONG;
-    dp_target_at(a, b, ENVD_PORT, path, &t);
+    dp_target_at(a, b, ENVD_PORT, path, ctype, &t);
     memset(&rq, 0, sizeof(rq));
     rq.method = method;
     rq.url = t.url;
@@ -583,7 +600,7 @@ int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, cons
                       size_t max, char **out, size_t *len)
 {
     struct shim_http_resp r;
-    int rc = envd_call(a, b, "GET", abs, NULL, 0, max + 1, &r);
+    int rc = envd_call(a, b, "GET", abs, "application/octet-stream", NULL, 0, max + 1, &r);
 
     *out = NULL;
     *len = 0;
@@ -595,21 +612,78 @@ int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, cons
         rc = rc < 0 ? rc : r.status == 404 || r.status == 400 ? -ENOENT
              : r.truncated || r.len > max ? -EFBIG : -EIO;
         if (rc == -EIO)
-            fail(a, 0, &r, "reading a file of the sandbox");
+            rc = dp_fail(a, 0, &r, "reading a file of the sandbox");
     }
     shim_http_resp_free(&r);
     return rc;
+}
+
+/* Whether the sandbox's envd takes a raw body (0.5.7 and later). */
+static int envd_takes_raw(const struct shim_e2b_box *b)
+{
+    int v[3] = {0, 0, 0};
+
+    if (sscanf(b->envd_version, "%d.%d.%d", &v[0], &v[1], &v[2]) < 2)
+        return 0; /* unknown: the form every envd takes */
+    if (v[0] != ENVD_RAW_UPLOAD_MAJOR)
+        return v[0] > ENVD_RAW_UPLOAD_MAJOR;
+    if (v[1] != ENVD_RAW_UPLOAD_MINOR)
+        return v[1] > ENVD_RAW_UPLOAD_MINOR;
+    return v[2] >= ENVD_RAW_UPLOAD_PATCH;
+}
+
+/* data as multipart/form-data, one part named "file" (envd's upload.go);
+ * ctype gets the header's value. A new buffer, or NULL. */
+static char *multipart_of(const char *abs, const void *data, size_t len, char *ctype,
+                          size_t ctype_n, size_t *out_len)
+{
+    const char *base = strrchr(abs, '/') ? strrchr(abs, '/') + 1 : abs;
+    char bound[48], fname[256], head[600], *out;
+    size_t i, hn, tn;
+    int tries;
+
+    for (tries = 0;; tries++) { /* a boundary the data does not hold */
+        shim_id_make(bound, sizeof(bound), "codeshim-", 32);
+        if (!len || !memmem(data, len, bound, strlen(bound)) || tries >= 4)
+            break;
+    }
+    snprintf(fname, sizeof(fname), "%s", base);
+    for (i = 0; fname[i]; i++)
+        if (fname[i] == '"' || fname[i] == '\\' || (unsigned char)fname[i] < 0x20)
+            fname[i] = '_';
+    hn = (size_t)snprintf(head, sizeof(head), "--%s\r\nContent-Disposition: form-data; "
+                          "name=\"file\"; filename=\"%s\"\r\nContent-Type: "
+                          "application/octet-stream\r\n\r\n", bound, fname);
+    tn = strlen(bound) + 8; /* "\r\n--" bound "--\r\n" */
+    if (hn >= sizeof(head) || len > (size_t)-1 - hn - tn - 1 || !(out = malloc(hn + len + tn + 1)))
+        return NULL;
+    memcpy(out, head, hn);
+    if (len)
+        memcpy(out + hn, data, len);
+    snprintf(out + hn + len, tn + 1, "\r\n--%s--\r\n", bound);
+    snprintf(ctype, ctype_n, "multipart/form-data; boundary=%s", bound);
+    *out_len = hn + len + tn;
+    return out;
 }
 
 int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
                       const void *data, size_t len)
 {
     struct shim_http_resp r;
-    int rc = envd_call(a, b, "POST", abs, data, len, CP_BODY_MAX, &r);
+    char ctype[128] = "application/octet-stream", *form = NULL;
+    size_t n = len;
+    int rc;
 
-    if (rc == 0 && (r.status < 200 || r.status >= 300)) {
-        rc = r.status == 507 ? -ENOSPC : -EIO;
-        fail(a, 0, &r, "writing a file into the sandbox");
+    if (!envd_takes_raw(b) && !(form = multipart_of(abs, data, len, ctype, sizeof(ctype), &n)))
+        return -ENOMEM;
+    rc = envd_call(a, b, "POST", abs, ctype, form ? form : data, n, CP_BODY_MAX, &r);
+    free(form);
+    if (rc < 0)
+        fail(a, rc, &r, "writing a file into the sandbox");
+    else if (r.status < 200 || r.status >= 300) {
+        rc = dp_fail(a, 0, &r, "writing a file into the sandbox");
+        if (r.status == 507)
+            rc = -ENOSPC;
     }
     shim_http_resp_free(&r);
     return rc;

@@ -35,6 +35,7 @@ struct shim_e2b_box {
     char traffic_token[512];
     char domain[256];   /* "" = the configured domain */
     char nonce[40];     /* metadata codeshim_nonce, "" if none */
+    char envd_version[32]; /* envdVersion, "" if e2b did not say */
     double end_at;      /* listed sandboxes: when e2b ends it (Unix s) */
 };
 
@@ -77,7 +78,9 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
 /* envd's file API: a file of the sandbox (an absolute path) into a new
  * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not
  * there), and a file written whole (parents made, -ENOSPC when the disk
- * is full). 0 or -errno, a->why saying why. */
+ * is full), in the form the sandbox's envd takes: a raw body from envd
+ * 0.5.7, multipart/form-data before (or when e2b did not say which envd).
+ * 0 or -errno, a->why saying why. */
 int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
                       size_t max, char **out, size_t *len);
 int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,

@@ -373,6 +373,7 @@ static int timed_out(struct e2b *e, struct shim_exec_result *out)
     out->status = SHIM_EXEC_TIMEOUT;
     if (!out->logs && !(out->logs = strdup("")))
         return -ENOMEM;
+    e->dir_ready = 0; /* a restarted context is back in /home/user */
     if (shim_e2b_restart(&e->api, &e->box) == 0)
         snprintf(text, sizeof(text), "Execution timed out after %d s; the Python interpreter "
                  "was restarted and its state (variables, imports) was lost.\n",

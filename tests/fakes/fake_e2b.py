@@ -268,11 +268,12 @@ class Sandbox:
         if k is not self.kernel:
             out.close()
 
-    def interrupt(self):
+    def interrupt(self, kernel):
         # e2b-dev/code-interpreter template/server/messaging.py: a client
-        # gone mid-execution interrupts the kernel
-        if self.kernel:
-            self.kernel.send_signal(signal.SIGINT)
+        # gone mid-execution interrupts the kernel (the one that ran it, not
+        # one a restart has started since)
+        if kernel is not None and kernel is self.kernel and kernel.poll() is None:
+            kernel.send_signal(signal.SIGINT)
 
     def listed(self):
         return {"templateID": self.template, "alias": self.template,
@@ -576,8 +577,11 @@ class _Handler(BaseHTTPRequestHandler):
         own = code.startswith(OWN_MARK)
         truncate = not own and fake._take_truncate()
 
+        ran = []
+
         def work():
             with sb.lock:
+                ran.append(sb.kernel)
                 sb.run(code, q.put)
             q.put(None)
 
@@ -607,7 +611,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:  # the client went away mid-stream: e2b interrupts
-            sb.interrupt()
+            sb.interrupt(ran[0] if ran else None)
             fake.disconnects += 1
             self.close_connection = True
 

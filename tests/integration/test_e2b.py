@@ -259,6 +259,23 @@ def test_execution_timeout_interrupts_and_restarts(fake, e2b):
     assert of(e2b, "POST", "/contexts/")
 
 
+def test_working_directory_is_mnt_data_again_after_a_timeout(fake, e2b):
+    """e2b's context restart gives a new kernel in /home/user and runs no
+    set-up (e2b-dev/code-interpreter template/server/main.py): codeshim
+    makes /mnt/data the working directory again before the next code, so
+    relative writes are listed and can be downloaded."""
+    e2b.keepalive_s = 0.2
+    slow = "import time\nfor _ in range(3000):\n    time.sleep(0.01)"
+    after = "import os\nprint(os.getcwd())\nopen('rel.txt', 'w').write('x')"
+    out, _ = ask(fake.url, slow, env_for(e2b, CODESHIM_EXEC_TIMEOUT=1), blocks=[slow, after])
+    r = json.loads(out)
+    c1, c2 = calls(r)
+    assert c1["status"] == "incomplete" and e2b.restarts == 1
+    text = c2["outputs"][0]["logs"]
+    assert text.startswith("/mnt/data\n"), text
+    assert "[files in /mnt/data: rel.txt]" in text, text
+
+
 def test_output_is_capped(fake, e2b):
     code = "for i in range(20000):\n    print('line %05d' % i)"
     out, _ = ask(fake.url, code, env_for(e2b, CODESHIM_OUTPUT_CAP=2000))

@@ -34,9 +34,11 @@
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
+#include "store.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,11 @@
 #define PRIVATE_TIMEOUT_S 300 /* e2b's SDK default */
 #define FRESH_TRIES 6         /* 502s right after create: 0.1+0.2+...+3.2 s */
 #define MAX_LISTED 100
+
+/* The longest life e2b gives this team's sandboxes (1 h on the hobby
+ * tier, 24 h on pro), once a create's 400 said it; 0 until then. Every
+ * timeout sent is at most this, so none is refused again. */
+static _Atomic int team_max_s;
 
 struct e2b {
     const struct shim_config *cfg;
@@ -119,6 +126,30 @@ static void container_tag(const char *salt, const char *cid, char out[65])
 
 /* ---------------- finding and making sandboxes ---------------- */
 
+/* A timeout e2b accepts: at least 1 s, at most the team's maximum. */
+static int life(int want_s)
+{
+    int max = atomic_load(&team_max_s);
+
+    if (want_s < 1)
+        want_s = 1;
+    return max > 0 && want_s > max ? max : want_s;
+}
+
+/* The session's marker: <runtime>/e2b/<session hash> holds the container
+ * id of the sandbox last made for it, so that a session whose sandbox e2b
+ * has ended is told so (e2b lists ended sandboxes nowhere). */
+static int marker_path(const struct e2b *e, char *out, size_t n)
+{
+    char dir[1024];
+    int rc;
+
+    if (!e->tagged || !e->session[0])
+        return -ENOENT;
+    rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
+    return rc < 0 ? rc : shim_store_join(out, n, dir, e->session);
+}
+
 /* Kills the owner's sandboxes that e2b ends first until one more fits. */
 static void make_room(struct e2b *e)
 {
@@ -149,11 +180,11 @@ static void make_room(struct e2b *e)
 
 static int create_box(struct e2b *e)
 {
-    char nonce[40], cref[65];
+    char nonce[40], cref[65], path[1200], old[64];
     const char *md[10];
     double t0 = shim_clock_s();
     size_t k = 0;
-    int rc;
+    int rc, want;
 
     if (e->tagged) {
         make_room(e);
@@ -175,13 +206,30 @@ static int create_box(struct e2b *e)
         md[k++] = "request";
     }
     md[k] = NULL;
-    rc = shim_e2b_create(&e->api, md, e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S, &e->box);
+    want = life(e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S);
+    rc = shim_e2b_create(&e->api, md, want, &e->box);
+    if (rc == -EINVAL && e->api.max_timeout_s > 0 && e->api.max_timeout_s < want) {
+        atomic_store(&team_max_s, e->api.max_timeout_s);
+        LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
+                 "(CODESHIM_SESSION_TTL asks %d s)", e->api.max_timeout_s, e->ttl_s);
+        rc = shim_e2b_create(&e->api, md, life(want), &e->box);
+    }
     e->create_s += shim_clock_s() - t0;
     if (rc < 0)
         return rc;
     e->have_box = e->fresh = 1;
-    e->deadline = shim_clock_s() + PRIVATE_TIMEOUT_S;
+    e->deadline = shim_clock_s() + life(PRIVATE_TIMEOUT_S);
     LOG_INFO("e2b sandbox created in %.3f s", shim_clock_s() - t0);
+    if (marker_path(e, path, sizeof(path)) == 0) {
+        if (shim_store_read(path, old, sizeof(old), 1) == 0 && !strncmp(old, "cntr_", 5) &&
+            strcmp(old, e->cid))
+            snprintf(e->note, sizeof(e->note), "[Note: this session's earlier e2b sandbox %s "
+                     "has ended (e2b ends a sandbox unused for %d s, or it was removed); its "
+                     "variables, imports and files are gone. This is a new sandbox (%s).]\n",
+                     old, life(e->ttl_s), e->cid);
+        if (shim_store_write(path, e->cid) < 0)
+            LOG_INFO("e2b: this session's sandbox is not remembered locally");
+    }
     return 0;
 }
 
@@ -335,8 +383,8 @@ static void keep_alive(struct e2b *e)
 
     if (e->tagged || e->deadline - shim_clock_s() > need)
         return;
-    if (shim_e2b_set_timeout(&e->api, e->box.id, PRIVATE_TIMEOUT_S) == 0)
-        e->deadline = shim_clock_s() + PRIVATE_TIMEOUT_S;
+    if (shim_e2b_set_timeout(&e->api, e->box.id, life(PRIVATE_TIMEOUT_S)) == 0)
+        e->deadline = shim_clock_s() + life(PRIVATE_TIMEOUT_S);
 }
 
 /* Sends the code; a 502 just after create is retried briefly. */
@@ -524,7 +572,7 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
     out->remote = 1;
     e->create_s = 0;
     if (rc == 0 && e->tagged && e->have_box &&
-        shim_e2b_set_timeout(&e->api, e->box.id, e->ttl_s) < 0)
+        shim_e2b_set_timeout(&e->api, e->box.id, life(e->ttl_s)) < 0)
         LOG_WARN("e2b: the session's timeout was not extended: %s", e->api.why);
     return rc;
 }

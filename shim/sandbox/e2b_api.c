@@ -263,6 +263,22 @@ static int parse_box(struct shim_e2b_api *a, const struct shim_http_resp *r,
     return rc;
 }
 
+/* The team's maximum a create's 400 names (e2b's sandbox_create.go:
+ * "Timeout cannot be greater than N hours"), in seconds; 0 if not that. */
+static int team_maximum(const struct shim_http_resp *r)
+{
+    char msg[256];
+    const char *p;
+    int h;
+
+    message_of(r, msg, sizeof(msg));
+    p = strstr(msg, "cannot be greater than ");
+    if (!strstr(msg, "imeout") || !p || sscanf(p + 23, "%d hour", &h) != 1 || h < 1 ||
+        h > 24 * 365)
+        return 0;
+    return h * 3600;
+}
+
 int shim_e2b_create(struct shim_e2b_api *a, const char *const *metadata, int timeout_s,
                     struct shim_e2b_box *out)
 {
@@ -283,10 +299,13 @@ int shim_e2b_create(struct shim_e2b_api *a, const char *const *metadata, int tim
     cJSON_Delete(o);
     if (!body)
         return -ENOMEM;
+    a->max_timeout_s = 0;
     rc = cp_call(a, "POST", "/sandboxes", body, CP_BODY_MAX, &r, what);
     free(body);
     if (rc == 0)
         rc = parse_box(a, &r, out, what);
+    else if (r.status == 400)
+        a->max_timeout_s = team_maximum(&r);
     shim_http_resp_free(&r);
     return rc;
 }

@@ -47,13 +47,16 @@ struct shim_e2b_api {
     long status;        /* the last call's HTTP status, 0 if none */
     char why[512];
     double retry_cap_s; /* total waiting allowed on 429 per call */
+    int max_timeout_s;  /* a create's 400 said the team's maximum, else 0 */
 };
 
 int shim_e2b_api_init(struct shim_e2b_api *a, const struct shim_config *cfg,
                       const struct shim_http_net *net);
 void shim_e2b_api_free(struct shim_e2b_api *a);
 
-/* metadata: "k":"v" pairs, NULL-terminated (k1, v1, k2, v2, ..., NULL). */
+/* metadata: "k":"v" pairs, NULL-terminated (k1, v1, k2, v2, ..., NULL).
+ * A timeout over the team's maximum is refused (400 "Timeout cannot be
+ * greater than N hours"): -EINVAL, a->max_timeout_s = N h. */
 int shim_e2b_create(struct shim_e2b_api *a, const char *const *metadata, int timeout_s,
                     struct shim_e2b_box *out);
 int shim_e2b_get(struct shim_e2b_api *a, const char *id, struct shim_e2b_box *out);

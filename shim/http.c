@@ -110,7 +110,8 @@ long shim_http_retry_after(const char *v, time_t now)
 }
 
 /* A header line: the status line starts a new answer (only the last one
- * counts); Retry-After is the one header read. */
+ * counts); Retry-After and X-Next-Token (e2b's paging) are the headers
+ * read. */
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
     struct call *k = ud;
@@ -121,6 +122,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
         const char *sp = memchr(p, ' ', len);
         k->r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         k->r->retry_after_s = -1;
+        k->r->next_token[0] = '\0';
         k->stream = k->rq->on_line && k->r->status >= 200 && k->r->status < 300;
         return len;
     }
@@ -128,6 +130,16 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
         memcpy(line, p + 12, len - 12);
         line[len - 12] = '\0';
         k->r->retry_after_s = shim_http_retry_after(line, time(NULL));
+    }
+    if (len > 13 && len - 13 < sizeof(k->r->next_token) && !strncasecmp(p, "X-Next-Token:", 13)) {
+        size_t a = 13, b = len;
+
+        while (a < b && (p[a] == ' ' || p[a] == '\t'))
+            a++;
+        while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+            b--;
+        memcpy(k->r->next_token, p + a, b - a);
+        k->r->next_token[b - a] = '\0';
     }
     return len;
 }

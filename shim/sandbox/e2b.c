@@ -46,7 +46,7 @@
 
 #define PRIVATE_TIMEOUT_S 300 /* e2b's SDK default */
 #define FRESH_TRIES 6         /* 502s right after create: 0.1+0.2+...+3.2 s */
-#define MAX_LISTED 100
+#define MAX_OVER_CAP 16 /* sandboxes listed past the cap (other runs' races) */
 
 /* The longest life e2b gives this team's sandboxes (1 h on the hobby
  * tier, 24 h on pro), once a create's 400 said it; 0 until then. Every
@@ -153,10 +153,11 @@ static int marker_path(const struct e2b *e, char *out, size_t n)
 /* Kills the owner's sandboxes that e2b ends first until one more fits. */
 static void make_room(struct e2b *e)
 {
-    struct shim_e2b_box *l = calloc(MAX_LISTED, sizeof(*l));
+    size_t max = (size_t)(e->cap > 0 ? e->cap : 1) + MAX_OVER_CAP;
+    struct shim_e2b_box *l = calloc(max, sizeof(*l));
     size_t n = 0, live, i;
 
-    if (!l || shim_e2b_list(&e->api, "codeshim_owner", e->owner, l, MAX_LISTED, &n) < 0) {
+    if (!l || shim_e2b_list(&e->api, "codeshim_owner", e->owner, l, max, &n) < 0) {
         if (l)
             LOG_WARN("e2b: cannot count this identity's sessions: %s", e->api.why);
         free(l);
@@ -174,7 +175,7 @@ static void make_room(struct e2b *e)
             LOG_WARN("e2b: %s", e->api.why);
         l[old].id[0] = '\0';
     }
-    memset(l, 0, MAX_LISTED * sizeof(*l));
+    memset(l, 0, max * sizeof(*l));
     free(l);
 }
 

@@ -4,7 +4,8 @@
  *   401/403            -> -EACCES, the key was refused
  *   404                -> -ENOENT
  *   429                -> waited (Retry-After, bounded) and tried again;
- *                         -EAGAIN once the budget is spent
+ *                         -EAGAIN once the budget is spent, or at once
+ *                         without Retry-After (the concurrency limit)
  *   5xx, other         -> -EIO / -EINVAL with e2b's own message
  * Control plane: E2B_API_URL with X-API-Key. Data plane: the
  * sandbox's per-port host https://49999-<id>.<domain>, or the shared host
@@ -27,6 +28,7 @@
 #define CP_TOTAL_MS 30000
 #define CP_BODY_MAX (1u << 20)
 #define LIST_MAX_BODY (4u << 20)
+#define LIST_MAX_PAGES 50 /* 5000 sandboxes: far past any session cap */
 #define RETRY_BUDGET_S 10.0 /* waiting on 429s, per call */
 #define RETRY_TRIES 4
 #define JUPYTER_PORT "49999"
@@ -120,6 +122,11 @@ static int fail(struct shim_e2b_api *a, int rc, const struct shim_http_resp *r, 
     } else if (r->status == 404) {
         snprintf(a->why, sizeof(a->why), "e2b found no such sandbox while %s (HTTP 404)", what);
         rc = -ENOENT;
+    } else if (r->status == 429 && r->retry_after_s < 0) {
+        /* no Retry-After: the team's concurrency limit, not the rate limiter */
+        snprintf(a->why, sizeof(a->why), "e2b's limit on this team's concurrent sandboxes was "
+                 "reached while %s (HTTP 429%s%s)", what, msg[0] ? ": " : "", msg);
+        rc = -EAGAIN;
     } else if (r->status == 429) {
         snprintf(a->why, sizeof(a->why), "e2b kept rate-limiting codeshim while %s (HTTP 429%s%s)",
                  what, msg[0] ? ": " : "", msg);
@@ -172,9 +179,11 @@ static int cp_call(struct shim_e2b_api *a, const char *method, const char *path,
         double wait;
 
         rc = shim_http_do(a->cp, &rq, r);
-        if (rc < 0 || r->status != 429 || tries >= RETRY_TRIES)
+        /* only the rate limiter's 429 says when to come back (Retry-After);
+         * the concurrency limit's does not, and waiting seconds won't end it */
+        if (rc < 0 || r->status != 429 || r->retry_after_s < 0 || tries >= RETRY_TRIES)
             break;
-        wait = r->retry_after_s >= 0 ? (double)r->retry_after_s : 1.0;
+        wait = (double)r->retry_after_s;
         if (waited + wait > a->retry_cap_s)
             break;
         LOG_INFO("e2b rate limit while %s: retrying in %.0f s", what, wait);
@@ -325,39 +334,72 @@ int shim_e2b_get(struct shim_e2b_api *a, const char *id, struct shim_e2b_box *ou
     return rc;
 }
 
+/* e2b's paging token into a query value: it is opaque, so every byte
+ * outside [A-Za-z0-9-._~] is percent-encoded. -1 when it does not fit. */
+static int query_value(const char *v, char *out, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t k = 0;
+
+    for (; *v; v++) {
+        unsigned char c = (unsigned char)*v;
+        if (k + 4 > n)
+            return -1;
+        if (isalnum(c) || strchr("-._~", c))
+            out[k++] = (char)c;
+        else {
+            out[k++] = '%';
+            out[k++] = hex[c >> 4];
+            out[k++] = hex[c & 15];
+        }
+    }
+    out[k] = '\0';
+    return 0;
+}
+
 int shim_e2b_list(struct shim_e2b_api *a, const char *key, const char *value,
                   struct shim_e2b_box *out, size_t max, size_t *n)
 {
     static const char what[] = "listing sandboxes";
-    struct shim_http_resp r;
-    const cJSON *it;
-    char path[400];
-    cJSON *arr;
-    int rc;
+    char path[1400], next[800] = "";
+    int rc, pages, more;
 
     *n = 0;
-    /* metadata=<urlencoded "key=value">; both are [a-z0-9_] */
-    snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s%%3D%s&state=running&limit=100",
-             key, value);
-    rc = cp_call(a, "GET", path, NULL, LIST_MAX_BODY, &r, what);
-    if (rc) {
-        shim_http_resp_free(&r);
-        return rc;
-    }
-    arr = shim_json_parse(r.body, r.len);
-    shim_http_resp_free(&r);
-    if (!cJSON_IsArray(arr)) {
+    /* e2b's GET /v2/sandboxes pages (limit at most 100) with X-Next-Token,
+     * sent back as nextToken; the filter is one value, the url-encoded
+     * pairs k=v as e2b's SDKs build it (both are [a-z0-9_] here) */
+    for (pages = 0; pages < LIST_MAX_PAGES; pages++) {
+        struct shim_http_resp r;
+        const cJSON *it;
+        cJSON *arr;
+
+        snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s%%3D%s&state=running&limit=100%s%s",
+                 key, value, next[0] ? "&nextToken=" : "", next);
+        rc = cp_call(a, "GET", path, NULL, LIST_MAX_BODY, &r, what);
+        if (rc) {
+            shim_http_resp_free(&r);
+            return rc;
+        }
+        arr = shim_json_parse(r.body, r.len);
+        if (!cJSON_IsArray(arr) || (r.next_token[0] && query_value(r.next_token, next,
+                                                                   sizeof(next)) < 0)) {
+            shim_http_resp_free(&r);
+            cJSON_Delete(arr);
+            snprintf(a->why, sizeof(a->why), "e2b sent an answer codeshim cannot use while %s",
+                     what);
+            return -EPROTO;
+        }
+        cJSON_ArrayForEach(it, arr)
+        {
+            if (*n < max && box_of(it, &out[*n]) == 0)
+                (*n)++;
+        }
         cJSON_Delete(arr);
-        snprintf(a->why, sizeof(a->why), "e2b sent an answer codeshim cannot use while %s",
-                 what);
-        return -EPROTO;
+        more = r.next_token[0] && *n < max;
+        shim_http_resp_free(&r);
+        if (!more)
+            return 0;
     }
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (*n < max && box_of(it, &out[*n]) == 0)
-            (*n)++;
-    }
-    cJSON_Delete(arr);
     return 0;
 }
 

@@ -84,6 +84,9 @@ codeshim's own cells, whose code starts with "# codeshim:"):
     vanish_after_exec = True    the sandbox of the next /execute vanishes
                                 once that execution is over
     keepalive_s                 (default 5.0)
+    list_page_cap = N           list pages hold at most N sandboxes, however
+                                many the limit asks (a client must follow
+                                X-Next-Token rather than count on full pages)
 """
 
 import ast
@@ -419,6 +422,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._err(400, "invalid limit")
             if limit < 1 or limit > fake.list_page_max:
                 return self._err(400, "limit must be between 1 and %d" % fake.list_page_max)
+            limit = min(limit, fake.list_page_cap or limit)
             token = (q.get("nextToken") or [""])[0]
             start = 0
             if token:
@@ -642,6 +646,7 @@ class FakeE2B:
         self.max_timeout_s = 3600
         self.max_concurrent = None
         self.list_page_max = 100
+        self.list_page_cap = None
         self.exec_502_after_create = 0
         self.keepalive_s = 5.0
         self.truncate_next_exec = False

@@ -188,6 +188,21 @@ def test_rate_limit_without_end_is_a_tool_error(fake, e2b):
     assert len(of(e2b, "POST", "/sandboxes")) == 1
 
 
+def test_concurrency_limit_is_said_and_not_waited_for(fake, e2b, tmp_path):
+    """The concurrency limit's 429 has no Retry-After (the rate limiter's
+    has): it is not retried, and the model hears which limit it was."""
+    e2b.max_concurrent = 1
+    ask(fake.url, "a = 1", env_for(e2b, CODESHIM_RUNTIME_DIR=tmp_path / "rt"), session="s1")
+    assert len(e2b.sandboxes()) == 1
+    e2b.clear()
+    r = json.loads(ask(fake.url, CODE, env_for(e2b))[0])
+    assert r["status"] == "completed"
+    text = logs(r)
+    assert "limit on this team's concurrent sandboxes" in text, text
+    assert "maximum number of concurrent E2B sandboxes (1)" in text
+    assert len(of(e2b, "POST", "/sandboxes")) == 1
+
+
 def test_server_error_is_a_tool_error(fake, e2b):
     e2b.fail("POST", r"^/sandboxes$", 503, times=5,
              body={"code": 503, "message": "no capacity", "error_code":

@@ -202,3 +202,24 @@ def test_an_expired_session_sandbox_is_said_to_the_next_requests_model(fake, e2b
     # the next run finds the new one: no note
     r3 = run1(fake, e2b, "print('again')", rt)
     assert logs(r3) == "again\n" and calls(r3)[0]["container_id"] == cid2
+
+
+def test_the_cap_counts_every_page_of_e2bs_list(fake, e2b, rt):
+    """e2b's list pages (X-Next-Token, sent back as nextToken): the cap
+    counts the sandboxes of every page, so it holds past one page."""
+    e2b.list_page_cap = 2
+    for s in ("s1", "s2", "s3"):
+        run1(fake, e2b, "a = 1", rt, session=s, CODESHIM_SESSION_CAP=3)
+    first = min(e2b.sandboxes().items(), key=lambda kv: kv[1]["endAt"])[0]
+    e2b.clear()
+    run1(fake, e2b, "a = 4", rt, session="s4", CODESHIM_SESSION_CAP=3)
+    assert len(e2b.sandboxes()) == 3 and first not in e2b.sandboxes()
+    (d,) = of(e2b, "DELETE", "/sandboxes/")
+    assert d["path"] == "/sandboxes/" + first
+    pages = [urllib.parse.parse_qs(l["query"]) for l in of(e2b, "GET", "/v2/sandboxes")
+             if "codeshim_owner" in l["query"]]
+    assert len(pages) == 2 and "nextToken" not in pages[0] and pages[1]["nextToken"]
+    for q in pages:  # the filter as e2b's SDKs build it: url-encoded k=v pairs
+        assert q["metadata"][0].startswith("codeshim_owner=") and q["limit"] == ["100"]
+    raw = [l["query"] for l in of(e2b, "GET", "/v2/sandboxes")]
+    assert all(re.search(r"(^|&)metadata=codeshim_[a-z]+%3D[0-9a-f]{32}(&|$)", x) for x in raw)

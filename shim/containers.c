@@ -13,6 +13,7 @@
 #include "json.h"
 #include "log.h"
 #include "files.h"
+#include "http.h"
 #include "multipart.h"
 #include "session.h"
 #include "sink.h"
@@ -38,6 +39,16 @@ struct call {
     struct shim_sink sink;
     char identity[65];
 };
+
+/* The running session of container cid, its backend reached with the
+ * program's own CA and proxy settings (as the request loop does). */
+static int find_bound(const struct call *c, const char *cid, struct shim_session **out)
+{
+    const struct shim_handle_view *v = c->v;
+    struct shim_http_net net = {v->flavor, v->net[0], v->net[1], v->net[2], v->net[3]};
+
+    return shim_session_find_bound(c->cfg, c->identity, cid, &net, out);
+}
 
 static const char *method_of(const struct shim_handle_view *v)
 {
@@ -243,7 +254,7 @@ static CURLcode del(struct call *c)
 
     if (rc < 0)
         return store_error(c, rc, c->r->cid);
-    if (shim_session_find_bound(c->cfg, c->identity, c->r->cid, &live) == 0)
+    if (find_bound(c, c->r->cid, &live) == 0)
         shim_session_end(live); /* its sandbox goes with it */
     LOG_INFO("containers API: deleted %s", c->r->cid);
     return send_json(c, 200, shim_capi_deleted(c->r->cid, "container.deleted"));
@@ -324,7 +335,7 @@ static void to_live_sandbox(struct call *c, const char *cid, const char *name, c
     struct shim_session *live;
     int rc;
 
-    if (shim_session_find_bound(c->cfg, c->identity, cid, &live) < 0)
+    if (find_bound(c, cid, &live) < 0)
         return;
     rc = shim_session_file_put(live, name, data, len);
     if (rc < 0)

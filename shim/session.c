@@ -889,7 +889,8 @@ int shim_session_file_put(struct shim_session *b, const char *name, const void *
 }
 
 int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
-                            const char *cid, struct shim_session **out)
+                            const char *cid, const struct shim_http_net *net,
+                            struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
 
@@ -906,6 +907,7 @@ int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
     if (shim_sandbox_keeps_sessions(cfg)) { /* e2b: found in e2b, never made here */
         struct shim_session_req rq;
         memset(&rq, 0, sizeof(rq));
+        rq.net = net;
         rq.identity = identity;
         rq.bind_container = b->bind;
         if (remote_sandbox(cfg, &rq, b->settings, 1, &b->sb) != 0) {

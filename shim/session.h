@@ -81,9 +81,11 @@ int shim_session_file_get(struct shim_session *b, const char *name, size_t max, 
 int shim_session_file_put(struct shim_session *b, const char *name, const void *data,
                           size_t len);
 /* The running session of explicit container cid, if there is one (none is
- * started): 0 with *out (close it), or -ENOENT. */
+ * started): 0 with *out (close it), or -ENOENT. net: the program's CA and
+ * proxy settings, for a backend reached over HTTP (e2b), or NULL. */
 int shim_session_find_bound(const struct shim_config *cfg, const char *identity,
-                            const char *cid, struct shim_session **out);
+                            const char *cid, const struct shim_http_net *net,
+                            struct shim_session **out);
 /* Ends a found session's sandbox now (its supervisor exits) and closes b. */
 void shim_session_end(struct shim_session *b);
 /* Whether the sandbox is kept by its backend elsewhere (e2b): whether it

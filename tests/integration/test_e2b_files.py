@@ -13,7 +13,7 @@ import re
 import pytest
 
 import schema_check
-from e2b_helpers import KEY as E2B_KEY, e2b, env_for, of  # noqa: F401
+from e2b_helpers import KEY as E2B_KEY, e2b, e2b_tls, env_for, of  # noqa: F401
 from test_containers_api import (CORE_KEY, call, create, curl, message_text_and_annotations,
                                  upload)
 from test_core_responses import CI_TOOL, blocks, ci_items, ours, post_json, req
@@ -157,3 +157,35 @@ def test_a_file_that_cannot_be_placed_is_named_to_the_model_and_the_program(fake
     assert "E2B_API_KEY" not in text
     assert text.rstrip().endswith("[]"), text
     assert re.search(r"big\.csv.*" + re.escape(said), err), err
+
+
+@pytest.mark.parametrize("envd_version", ENVDS)
+def test_containers_api_calls_to_e2b_carry_the_programs_ca(fake, e2b_tls, envd_version,
+                                                            tmp_path):
+    """Behind a private CA (both planes over TLS, as in e2b's cloud), the
+    Containers API's own e2b calls use the CA the program gave curl: an
+    upload reaches the running sandbox at once, and deleting the container
+    kills its sandbox."""
+    e2b_tls.envd_version = envd_version
+    env = env_for(e2b_tls, tls=True, E2B_API_URL=None)
+    ca = ["--cacert", str(e2b_tls.ca)]
+    c = create(fake.url, "behind a CA", key=CORE_KEY)
+    r = ours(fake.url + "/responses", req(blocks("print('up')"),
+                                          tools=[dict(CI_TOOL, container=c["id"])]),
+             env=env, extra=ca)
+    assert ci_items(r)[0]["outputs"][0]["logs"] == "up\n"
+    (box,) = e2b_tls.sandboxes()
+    e2b_tls.clear()
+    f = tmp_path / "late.txt"
+    f.write_text("late")
+    call(ca + ["-F", "file=@%s" % f, "%s/containers/%s/files" % (fake.url, c["id"])], CORE_KEY,
+         env=env, component="ContainerFileResource")
+    posts = of(e2b_tls, "POST", "/files")
+    assert [q["query"].split("path=")[1] for q in posts] == ["/mnt/data/late.txt"]
+    assert all(q["conn"].endswith("/tls") for q in e2b_tls.requests())
+    check_upload_form(posts, envd_version)
+    with open(e2b_tls.sandboxes()[box]["root"] + "/mnt/data/late.txt") as fh:
+        assert fh.read() == "late"
+    call(ca + ["-X", "DELETE", fake.url + "/containers/" + c["id"]], CORE_KEY, env=env)
+    assert [q["path"] for q in of(e2b_tls, "DELETE", "/sandboxes/")] == ["/sandboxes/" + box]
+    assert box not in e2b_tls.sandboxes()

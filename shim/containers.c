@@ -41,11 +41,12 @@ struct call {
 };
 
 /* The running session of container cid, its backend reached with the
- * program's own CA and proxy settings (as the request loop does). */
+ * program's own CA, proxy and resolve settings (as the request loop does). */
 static int find_bound(const struct call *c, const char *cid, struct shim_session **out)
 {
     const struct shim_handle_view *v = c->v;
-    struct shim_http_net net = {v->flavor, v->net[0], v->net[1], v->net[2], v->net[3]};
+    struct shim_http_net net = {v->flavor, v->net[0], v->net[1], v->net[2], v->net[3],
+                                v->net[4]};
 
     return shim_session_find_bound(c->cfg, c->identity, cid, &net, out);
 }

@@ -31,6 +31,7 @@ struct shim_http_net {
     const char *capath;  /* CURLOPT_CAPATH */
     const char *proxy;   /* CURLOPT_PROXY */
     const char *noproxy; /* CURLOPT_NOPROXY */
+    const char *resolve; /* CURLOPT_RESOLVE, its entries joined by '\n' */
 };
 
 struct shim_http;

@@ -159,16 +159,21 @@ def test_a_file_that_cannot_be_placed_is_named_to_the_model_and_the_program(fake
     assert re.search(r"big\.csv.*" + re.escape(said), err), err
 
 
+@pytest.mark.parametrize("resolve", [False, True], ids=["ca", "ca+resolve"])
 @pytest.mark.parametrize("envd_version", ENVDS)
 def test_containers_api_calls_to_e2b_carry_the_programs_ca(fake, e2b_tls, envd_version,
-                                                            tmp_path):
+                                                            resolve, tmp_path):
     """Behind a private CA (both planes over TLS, as in e2b's cloud), the
-    Containers API's own e2b calls use the CA the program gave curl: an
-    upload reaches the running sandbox at once, and deleting the container
-    kills its sandbox."""
+    Containers API's own e2b calls use the CA the program gave curl (and
+    its --resolve, for a domain only that makes reachable): an upload
+    reaches the running sandbox at once, and deleting the container kills
+    its sandbox."""
     e2b_tls.envd_version = envd_version
     env = env_for(e2b_tls, tls=True, E2B_API_URL=None)
     ca = ["--cacert", str(e2b_tls.ca)]
+    if resolve:
+        env["E2B_DOMAIN"] = "e2b.test:%d" % e2b_tls.tls_port
+        ca += ["--resolve", "*:%d:127.0.0.1" % e2b_tls.tls_port]
     c = create(fake.url, "behind a CA", key=CORE_KEY)
     r = ours(fake.url + "/responses", req(blocks("print('up')"),
                                           tools=[dict(CI_TOOL, container=c["id"])]),
@@ -183,6 +188,8 @@ def test_containers_api_calls_to_e2b_carry_the_programs_ca(fake, e2b_tls, envd_v
     posts = of(e2b_tls, "POST", "/files")
     assert [q["query"].split("path=")[1] for q in posts] == ["/mnt/data/late.txt"]
     assert all(q["conn"].endswith("/tls") for q in e2b_tls.requests())
+    if resolve:
+        assert all(".e2b.test:" in q["host"] for q in e2b_tls.requests())
     check_upload_form(posts, envd_version)
     with open(e2b_tls.sandboxes()[box]["root"] + "/mnt/data/late.txt") as fh:
         assert fh.read() == "late"

@@ -84,6 +84,9 @@ codeshim's own cells, whose code starts with "# codeshim:"):
     vanish_after_exec = True    the sandbox of the next /execute vanishes
                                 once that execution is over
     keepalive_s                 (default 5.0)
+    rate_limited = N            the next N control-plane calls meet the rate
+                                limiter: 429 with Retry-After
+                                (rate_limit_retry_after, default 1 s)
     list_page_cap = N           list pages hold at most N sandboxes, however
                                 many the limit asks (a client must follow
                                 X-Next-Token rather than count on full pages)
@@ -373,6 +376,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _control_plane(self, fake, u, body):
         if self.headers.get("X-API-Key") != fake.key:
             return self._err(401, "Invalid API key, it must start with 'e2b_'")
+        if fake._take_rate_limit():
+            # packages/api/internal/middleware/ratelimit/ratelimit.go: the
+            # rate limiter's 429 says when to come back
+            wait = str(max(int(fake.rate_limit_retry_after), 1))
+            return self._err(429, "Rate limit exceeded", headers={
+                "Retry-After": wait, "RateLimit-Remaining": "0", "RateLimit-Reset": wait})
         path, q = u.path, urllib.parse.parse_qs(u.query)
         m = re.match(r"^/sandboxes/([^/]+)(/timeout|/refreshes)?$", path)
         if self.command == "POST" and path == "/sandboxes":
@@ -441,17 +450,18 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not isinstance(body.get("templateID"), str):
             return self._err(400, "templateID is required")
         t = body.get("timeout", 15)
+        # packages/api/internal/handlers/timeout_helper.go (validateAndParseTimeout,
+        # called by sandbox_create.go): more than 0, and at most the team's
+        # maximum (its tier's MaxLengthHours)
         if not isinstance(t, int) or t <= 0:
-            return self._err(400, "timeout must be positive")
-        # packages/api/internal/handlers/sandbox_create.go: the team's tier
-        # caps a sandbox's life
+            return self._err(400, "Timeout must be greater than 0")
         if t > fake.max_timeout_s:
             return self._err(400, "Timeout cannot be greater than %d hours"
                              % (fake.max_timeout_s // 3600))
-        # the concurrency limit's 429 carries no Retry-After (the rate
-        # limiter's does: packages/api/internal/middleware ratelimit)
+        # packages/api/internal/orchestrator/create_instance.go: the team's
+        # concurrency limit, a 429 without Retry-After
         if fake.max_concurrent is not None and len(fake._live()) >= fake.max_concurrent:
-            return self._err(429, "You have reached the maximum number of concurrent E2B "
+            return self._err(429, "you have reached the maximum number of concurrent E2B "
                              "sandboxes (%d). If you need more, please contact us at "
                              "'https://e2b.dev/docs/getting-help'" % fake.max_concurrent)
         sid = "i" + secrets.token_hex(10)
@@ -647,6 +657,8 @@ class FakeE2B:
         self.max_concurrent = None
         self.list_page_max = 100
         self.list_page_cap = None
+        self.rate_limited = 0
+        self.rate_limit_retry_after = 1
         self.exec_502_after_create = 0
         self.keepalive_s = 5.0
         self.truncate_next_exec = False
@@ -728,6 +740,13 @@ class FakeE2B:
         with self._lock:
             t, self.truncate_next_exec = self.truncate_next_exec, False
             return t
+
+    def _take_rate_limit(self):
+        with self._lock:
+            if self.rate_limited > 0:
+                self.rate_limited -= 1
+                return True
+            return False
 
     def _take_vanish(self):
         with self._lock:

@@ -172,7 +172,7 @@ def test_missing_key_makes_no_call(fake, e2b):
 
 
 def test_rate_limit_is_waited_out(fake, e2b):
-    e2b.fail("POST", r"^/sandboxes$", 429, times=2, retry_after=1)
+    e2b.rate_limited = 2  # the rate limiter's 429s, with Retry-After: 1
     out, _ = ask(fake.url, CODE, env_for(e2b))
     assert logs(json.loads(out)) == "hello from e2b\n42\n"
     assert len(of(e2b, "POST", "/sandboxes")) == 3
@@ -200,6 +200,7 @@ def test_concurrency_limit_is_said_and_not_waited_for(fake, e2b, tmp_path):
     text = logs(r)
     assert "limit on this team's concurrent sandboxes" in text, text
     assert "maximum number of concurrent E2B sandboxes (1)" in text
+    assert "rate-limiting" not in text
     assert len(of(e2b, "POST", "/sandboxes")) == 1
 
 

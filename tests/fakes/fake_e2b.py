@@ -25,7 +25,7 @@ library only; listens on 127.0.0.1 only.
     srv.stop()
 
 Team settings (attributes): envd_version ("0.5.8"; the envd of sandboxes
-made from now on), max_timeout_s (3600: the hobby tier's 1 h; pro is 24 h),
+made from now on; None: answers carry no envdVersion), max_timeout_s (3600: the hobby tier's 1 h; pro is 24 h),
 max_concurrent (None: no limit), list_page_max (100).
 
 Control plane (X-API-Key checked on every call; e2b's error body
@@ -282,12 +282,14 @@ class Sandbox:
             kernel.send_signal(signal.SIGINT)
 
     def listed(self):
-        return {"templateID": self.template, "alias": self.template,
-                "sandboxID": self.id, "clientID": "fakeclient",
-                "startedAt": _iso(self.started), "endAt": _iso(self.end),
-                "cpuCount": 2, "memoryMB": 512, "diskSizeMB": 1024,
-                "state": "running", "metadata": self.metadata,
-                "envdVersion": self.envd_version}
+        d = {"templateID": self.template, "alias": self.template,
+             "sandboxID": self.id, "clientID": "fakeclient",
+             "startedAt": _iso(self.started), "endAt": _iso(self.end),
+             "cpuCount": 2, "memoryMB": 512, "diskSizeMB": 1024,
+             "state": "running", "metadata": self.metadata}
+        if self.envd_version is not None:
+            d["envdVersion"] = self.envd_version
+        return d
 
 
 def _route_by_headers(host):
@@ -469,11 +471,12 @@ class _Handler(BaseHTTPRequestHandler):
                      body.get("secure", False) is True, fake.envd_version, fake.root)
         sb.fresh_502 = fake.exec_502_after_create
         fake._add(sb)
-        return self._send(201, {"templateID": sb.template, "alias": sb.template,
-                                "sandboxID": sid, "clientID": "fakeclient",
-                                "envdVersion": sb.envd_version,
-                                "envdAccessToken": sb.token if sb.secure else None,
-                                "trafficAccessToken": None, "domain": None})
+        d = {"templateID": sb.template, "alias": sb.template, "sandboxID": sid,
+             "clientID": "fakeclient", "envdAccessToken": sb.token if sb.secure else None,
+             "trafficAccessToken": None, "domain": None}
+        if sb.envd_version is not None:
+            d["envdVersion"] = sb.envd_version
+        return self._send(201, d)
 
     # -- code-interpreter server
     def _gone(self, sid):

@@ -104,6 +104,18 @@ def test_domain_alone_gives_both_planes_as_in_the_cloud(fake, e2b_tls):
     assert all(r["conn"].endswith("/tls") for r in e2b_tls.requests())
 
 
+def test_shared_host_over_tls_routes_by_headers(fake, e2b_tls):
+    """CODESHIM_E2B_SANDBOX_URL=https://sandbox.<domain>: the proxy routes by
+    the E2b-Sandbox-Id/-Port headers there (its host.go)."""
+    env = env_for(e2b_tls, tls=True, CODESHIM_E2B_SANDBOX_URL="https://sandbox." + e2b_tls.domain)
+    out, _ = ask(fake.url, CODE, env, curl_args=("--cacert", str(e2b_tls.ca)))
+    assert logs(json.loads(out)) == "hello from e2b\n42\n"
+    (x,) = of(e2b_tls, "POST", "/execute")
+    assert x["conn"].endswith("/tls") and x["host"] == "sandbox." + e2b_tls.domain
+    assert x["headers"]["e2b-sandbox-port"] == "49999" and x["sandbox"][1] in x["headers"][
+        "e2b-sandbox-id"]
+
+
 def test_per_port_host_without_the_ca_is_a_tool_error(fake, e2b_tls):
     out, _ = ask(fake.url, CODE, env_for(e2b_tls, tls=True))
     r = json.loads(out)

@@ -56,7 +56,7 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
              $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
                $(wildcard tests/integration/progs/lib/*.c))
 
-.PHONY: all deps print-libs demo test unit sandbox integration exports layers examples bench install clean
+.PHONY: all deps print-libs demo test unit sandbox integration exports layers examples bench install uninstall clean
 SESSIOND := $(BUILD)/codeshim-sessiond
 
 all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
@@ -121,9 +121,9 @@ deps:
 print-libs:
 	@echo $(LIBS)
 
+# demo.sh builds `all` itself, quietly (the output only on failure).
 demo: deps
-	@$(MAKE) --no-print-directory all
-	@scripts/demo.sh
+	@MAKE="$(MAKE)" scripts/demo.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all
@@ -160,6 +160,12 @@ install: all install-cli
 	install -d $(DESTDIR)$(CODESHIM_LIBDIR)
 	install -m 0644 $(BUILD)/libcodeshim.so $(DESTDIR)$(CODESHIM_LIBDIR)/libcodeshim.so
 	install -m 0755 $(SESSIOND) $(DESTDIR)$(CODESHIM_LIBDIR)/codeshim-sessiond
+
+# make uninstall, with the PREFIX (and DESTDIR) install was given: removes
+# what install put in place, and $(CODESHIM_LIBDIR) once it is empty.
+uninstall: uninstall-cli
+	rm -f $(DESTDIR)$(CODESHIM_LIBDIR)/libcodeshim.so $(DESTDIR)$(CODESHIM_LIBDIR)/codeshim-sessiond
+	rmdir $(DESTDIR)$(CODESHIM_LIBDIR) 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD)

@@ -9,10 +9,12 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "e2b_int.h"
 #include "sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -307,7 +309,7 @@ static void print_limits(const struct shim_config *cfg, const cJSON *rep,
 /* CODESHIM_CONFIG's sandboxes, or why the file cannot be used (-1). */
 static int print_named(void)
 {
-    const char *names[16], *err = shim_config_file_error();
+    const char *names[16], *unusable[16], *err = shim_config_file_error();
     int sel[16];
     size_t n, i, def;
 
@@ -316,13 +318,114 @@ static int print_named(void)
         printf("\nresult: requests that would run code get this error\n");
         return -1;
     }
-    n = shim_config_sandbox_list(names, sel, 16, &def);
+    n = shim_config_sandbox_list(names, sel, unusable, 16, &def);
     for (i = 0; i < n && i < 16; i++)
-        row(i ? "" : "named sandboxes", "%s%s%s", names[i], i == def ? " (default)" : "",
-            sel[i] ? "" : " (not selectable by requests)");
+        row(i ? "" : "named sandboxes", "%s%s%s%s%s", names[i], i == def ? " (default)" : "",
+            sel[i] ? "" : " (not selectable by requests)", unusable[i] ? " UNUSABLE: " : "",
+            unusable[i] ? unusable[i] : "");
     if (n)
         printf("  (the checks below use the environment's settings)\n");
     return 0;
+}
+
+/* The e2b backend, step by step as a request would meet it: the key,
+ * the control plane (a list of sandboxes, which needs the key), the
+ * template (a sandbox made from it, killed after), code run in it. The
+ * key is never printed; e2b's texts (a->why) never hold it. 0 when code
+ * ran, 1 otherwise. */
+static int check_e2b(const struct shim_config *cfg)
+{
+    static const char *const meta[] = {"codeshim_check", "1", NULL};
+    struct shim_http_net net = {0};
+    struct shim_e2b_api api;
+    struct shim_e2b_box box[1];
+    struct shim_exec_result res;
+    enum shim_e2b_exec_end end;
+    const char *fail = NULL;
+    double secs;
+    size_t n;
+    int rc;
+
+    printf("codeshim --check: the e2b sandbox backend (CODESHIM_SANDBOX=e2b)\n\n");
+    if (print_named() < 0)
+        return 1;
+    if (!cfg->e2b_api_key[0]) {
+        row("API key", "MISSING: set E2B_API_KEY (or CODESHIM_E2B_API_KEY)");
+        printf("\nresult: e2b cannot be used: no API key\n");
+        return 1;
+    }
+    row("API key", "set (%s)", getenv("CODESHIM_E2B_API_KEY") && *getenv("CODESHIM_E2B_API_KEY")
+                                  ? "CODESHIM_E2B_API_KEY" : "E2B_API_KEY");
+    /* the library uses the program's libcurl; the launcher links none */
+    if (!dlopen("libcurl.so.4", RTLD_NOW | RTLD_GLOBAL)) {
+        row("control plane", "FAILED: libcurl cannot be loaded (%s)", dlerror());
+        printf("\nresult: e2b cannot be reached from here\n");
+        return 1;
+    }
+    rc = shim_e2b_api_init(&api, cfg, &net);
+    if (rc < 0) {
+        row("control plane", "FAILED: %s", strerror(-rc));
+        printf("\nresult: e2b cannot be reached from here\n");
+        return 1;
+    }
+    api.retry_cap_s = 0; /* a check reports a rate limit, it does not wait one out */
+    rc = shim_e2b_list(&api, meta[0], meta[1], box, 0, &n);
+    if (rc < 0) {
+        row("control plane", "FAILED: %s", api.why);
+        fail = rc == -EACCES ? "e2b refused the API key" : "e2b's API cannot be reached";
+        goto out;
+    }
+    row("control plane", "reachable at %s%s, the key accepted",
+        cfg->e2b_api_url[0] ? cfg->e2b_api_url : "https://api.",
+        cfg->e2b_api_url[0] ? "" : cfg->e2b_domain);
+    rc = shim_e2b_create(&api, meta, 60, &box[0]);
+    if (rc < 0) {
+        row("template", "FAILED: %s: %s", cfg->e2b_template, api.why);
+        fail = api.status == 400 || api.status == 404 || api.status == 403
+                   ? "the template cannot be used"
+                   : "no sandbox could be created";
+        goto out;
+    }
+    row("template", "%s: sandbox %s created", cfg->e2b_template, box[0].id);
+    memset(&res, 0, sizeof(res));
+    rc = shim_e2b_execute(&api, &box[0], "print(6 * 7)", 12, &res, &end, &secs);
+    if (rc < 0 || end != SHIM_E2B_RAN || !res.logs || !strstr(res.logs, "42")) {
+        row("code", "FAILED: %s", rc < 0 ? strerror(-rc)
+                                  : end != SHIM_E2B_RAN ? api.why
+                                                        : "print(6 * 7) did not print 42");
+        fail = "code does not run in the sandbox";
+    } else {
+        row("code", "ran: print(6 * 7) printed 42 (%.1f s)", secs);
+    }
+    shim_exec_result_free(&res);
+    if (shim_e2b_kill(&api, box[0].id) < 0)
+        row("", "(the sandbox could not be ended: %s; e2b ends it in 60 s)", api.why);
+out:
+    shim_e2b_api_free(&api);
+    if (fail)
+        printf("\nresult: e2b does NOT work: %s\n", fail);
+    else
+        printf("\nresult: code runs on e2b\n");
+    return fail ? 1 : 0;
+}
+
+/* The CODESHIM_* names that are no setting, and a backend that is none:
+ * 1 when requests that would run code cannot. */
+static int print_mistakes(const struct shim_config *cfg)
+{
+    char (*msgs)[128] = calloc(16, sizeof(*msgs));
+    size_t n = msgs ? shim_config_misspelt(msgs, 16) : 0, i;
+
+    for (i = 0; i < n; i++)
+        printf("warning: %s\n", msgs[i]);
+    if (n)
+        printf("\n");
+    free(msgs);
+    if (cfg->sandbox[0])
+        return 0;
+    printf("result: CODESHIM_SANDBOX=%s is not one of local, e2b: requests that would run "
+           "code get this error\n", getenv("CODESHIM_SANDBOX") ? getenv("CODESHIM_SANDBOX") : "");
+    return 1;
 }
 
 int cli_check_main(void)
@@ -335,14 +438,14 @@ int cli_check_main(void)
     cJSON *rep = NULL;
     int rc, cg_ok, ok;
 
+    if (print_mistakes(cfg))
+        return 1;
+    if (!strcmp(cfg->sandbox, "e2b"))
+        return check_e2b(cfg);
     printf("codeshim --check: the isolation this machine gives model-written "
            "code\n\n");
     if (print_named() < 0)
         return 1;
-    if (strcmp(cfg->sandbox, "local"))
-        printf("  (CODESHIM_SANDBOX=%s: code runs there; this checks the "
-               "local sandbox)\n",
-               cfg->sandbox);
     if (cfg->unsafe_no_isolation) {
         row("isolation", "NONE: CODESHIM_UNSAFE_NO_ISOLATION=1 runs code as "
                          "this user, without any sandbox");

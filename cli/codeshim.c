@@ -9,7 +9,10 @@
  * back to its defaults (the library never fails on bad configuration). */
 #include "check.h"
 #include "libpath.h"
+#include "reach.h"
 #include "trace.h"
+
+#include "settings.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef CODESHIM_VERSION
@@ -100,6 +104,8 @@ static void usage(FILE *out)
         "  --check              start a sandbox and report the isolation and\n"
         "                       limits this machine gives; exit 0 if isolated\n"
         "  -h, --help           this text\n"
+        "  --settings           list every setting the library reads, with its\n"
+        "                       default, what it takes and what it is for\n"
         "  -V, --version        print the version\n"
         "\n"
         "`codeshim trace FILE` prints a per-request summary of a trace file\n"
@@ -199,6 +205,13 @@ static const char *option_value(const struct option_def *o, const char *v)
     return NULL;
 }
 
+static int is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Parses one "--name[=value]" at argv[*i], advancing *i past its value.
  * 0, 1 = done (--help/--version printed), or -EINVAL (message printed). */
 static int parse_option(int argc, char **argv, int *i, struct launch *l)
@@ -217,7 +230,15 @@ static int parse_option(int argc, char **argv, int *i, struct launch *l)
     if (o->kind != K_FLAG) {
         if (eq)
             v = eq + 1;
-        else if (*i + 1 < argc)
+        else if (*i + 1 < argc && argv[*i + 1][0] == '-' && o->kind != K_NUM) {
+            /* "--trace -- prog" or "--log-file --offline": an option
+             * forgotten its value, not a file named "--" */
+            fprintf(stderr,
+                    "codeshim: --%s needs a value (%s), not the option-like %s "
+                    "(write --%s=%s or ./%s for a file of that name)\n",
+                    o->name, o->arg, argv[*i + 1], o->name, argv[*i + 1], argv[*i + 1]);
+            return -EINVAL;
+        } else if (*i + 1 < argc)
             v = argv[++*i];
         else {
             fprintf(stderr, "codeshim: --%s needs a value (%s)\n", o->name, o->arg);
@@ -227,11 +248,34 @@ static int parse_option(int argc, char **argv, int *i, struct launch *l)
     val = option_value(o, v);
     if (!val)
         return -EINVAL;
+    if (!strcmp(o->name, "replay") && !is_dir(val)) {
+        fprintf(stderr, "codeshim: --replay %s: no such directory (record one with --record)\n",
+                v);
+        return -EINVAL;
+    }
     if (o->env)
         l->values[o - options] = val;
     else
         l->lib = val;
     return 0;
+}
+
+/* `codeshim --settings`: the library's table of settings (settings.h),
+ * one a line: the variable, its default, what it takes, what it is for. */
+static void print_settings(FILE *out)
+{
+    static const char *const kinds[] = {"boolean", "number", "size", "word", "word", "text",
+                                        "absolute path", "secret", "directory"};
+    size_t i;
+
+    for (i = 0; i < shim_nsettings; i++) {
+        const struct shim_setting *s = &shim_settings[i];
+        char def[96], range[96];
+
+        shim_setting_describe(s, def, range, sizeof(def));
+        fprintf(out, "%-30s %-12s %s%s%s: %s\n", s->var, def, kinds[s->kind], range[0] ? " " : "",
+                range, s->help);
+    }
 }
 
 /* 0 with l filled, 1 when --help/--version answered, -EINVAL. */
@@ -257,6 +301,10 @@ static int parse_args(int argc, char **argv, struct launch *l)
         if (!strcmp(a, "--check")) {
             l->check = 1;
             continue;
+        }
+        if (!strcmp(a, "--settings")) {
+            print_settings(stdout);
+            return 1;
         }
         if (a[0] != '-')
             break;
@@ -319,6 +367,25 @@ static int export_all(const struct launch *l, const char *lib)
     return rc ? rc : export_options(l);
 }
 
+/* A warning when LD_PRELOAD cannot reach the program; it runs anyway
+ * (the user may want it run, just not by codeshim's reach). */
+static void warn_unreachable(const char *prog)
+{
+    char path[PATH_MAX], judged[PATH_MAX];
+    enum cli_reach r;
+
+    if (cli_reach_resolve(prog, getenv("PATH"), path, sizeof(path)) < 0)
+        return; /* execvp says what is missing */
+    r = cli_reach_check(path, judged, sizeof(judged));
+    if (r == CLI_REACH_OK)
+        return;
+    fprintf(stderr,
+            "codeshim: warning: %s%s%s %s; codeshim will not see its requests "
+            "(running it anyway)\n",
+            strcmp(judged, path) ? "the interpreter " : "", judged,
+            strcmp(judged, path) ? " of the script" : "", cli_reach_text(r));
+}
+
 /* Replaces this process with PROGRAM; returns only on failure, with the
  * shell's exit status convention (127 not found, 126 cannot run). */
 static int run_program(char **argv)
@@ -361,6 +428,7 @@ int main(int argc, char **argv)
     }
     if (export_all(&l, lib) < 0)
         return EXIT_NOLIB;
+    warn_unreachable(argv[l.prog]);
     fflush(stdout);
     return run_program(argv + l.prog);
 }

@@ -223,7 +223,7 @@ static int on_upstream(struct cli_trace_req *r, const cJSON *e)
 {
     long long n, turn = 0, status = 0, code = 0;
     double s;
-    const char *err = shim_json_str(e, "error");
+    const char *err = shim_json_str(e, "error"), *src = shim_json_str(e, "source");
     char note[CLI_TRACE_TEXT_MAX + 96];
 
     r->upstream_calls++;
@@ -247,6 +247,9 @@ static int on_upstream(struct cli_trace_req *r, const cJSON *e)
     } else if (status >= 400) {
         snprintf(note, sizeof(note), "upstream turn %lld answered status %lld", turn,
                  status);
+    } else if (src && strcmp(src, "network")) { /* a cassette, a replay, offline */
+        snprintf(note, sizeof(note), "upstream turn %lld answered by %.*s", turn,
+                 (int)CLI_TRACE_TEXT_MAX, src);
     } else {
         return 0;
     }

@@ -15,7 +15,9 @@
  *   on; the host forgets the sandbox. Without one ready (the first
  *   session, while the server imports; a server that failed), the session
  *   process opens its sandbox the cold way. {"op":"status"} says whether
- *   one is ready and how many sessions live.
+ *   one is ready and how many sessions live. Connections wait (accept.c)
+ *   until their request begins to arrive: one that sends nothing holds
+ *   none of the others up.
  * - Why one process per session still: each session's executions are
  *   serialised on its own socket and none waits for another's, a session
  *   is closed or signalled alone (DIR/pid of the session), and a session
@@ -36,12 +38,10 @@
 #include "store.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -60,6 +60,7 @@ struct host {
     pid_t kids[HOST_MAX];
     int nkids;
     long long last; /* ms: the last open, or the last session's end */
+    struct sessiond_waiting w; /* connections yet to send their request */
 };
 
 static void on_child(int sig)
@@ -142,7 +143,7 @@ static void request(struct host *h, int fd)
     cJSON *req = NULL;
     pid_t pid;
 
-    if (shim_proto_recv(fd, &req, 5000) < 0) {
+    if (shim_proto_recv(fd, &req, SESSIOND_REQUEST_MS) < 0) {
         close(fd);
         return;
     }
@@ -167,6 +168,7 @@ static void request(struct host *h, int fd)
     pid = fork();
     if (pid == 0) {
         close(h->lfd);
+        sessiond_waiting_close(&h->w); /* the host's: closed here, they stay there */
         signal(SIGCHLD, SIG_DFL);
         exit(sessiond_session(h->cfg, &o, h->settings, sb, fd));
     }
@@ -274,22 +276,20 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     h.last = shim_clock_ms();
     LOG_INFO("session host up (fork server: %s)", h.warm < 0 ? "none" : "starting");
     for (;;) {
-        struct pollfd pf = {h.lfd, POLLIN, 0};
+        int fd;
         reap(&h);
         if (sessiond_stop)
             break;
         if (!h.nkids && shim_clock_ms() - h.last >= cfg->session_ttl_s * 1000LL && leave(&h, 0))
             break;
-        if (poll(&pf, 1, poll_ms(&h)) > 0) {
-            int fd = accept4(h.lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                request(&h, fd);
-                h.last = shim_clock_ms();
-            }
+        if ((fd = sessiond_next(&h.w, h.lfd, poll_ms(&h), NULL, NULL)) >= 0) {
+            request(&h, fd);
+            h.last = shim_clock_ms();
         }
         if (h.warm >= 0)
             h.warm = shim_sandbox_keep_warm(cfg);
     }
+    sessiond_waiting_close(&h.w);
     close(h.lfd);
     if (sessiond_stop) {
         end_sessions(&h);

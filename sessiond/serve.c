@@ -1,11 +1,14 @@
 /* serve.c - one session of codeshim-sessiond: a process the host
  * (host.c) forks for it, which owns the session's sandbox and serves
- * DIR/sock (protocol: proto.h): one connection at a time, so executions
- * from several programs sharing the session are serialised. Every
+ * DIR/sock (protocol: proto.h): one request at a time, so executions
+ * from several programs sharing the session are serialised; connections
+ * are greeted as they come and wait (accept.c) until their request begins
+ * to arrive, so one that sends nothing blocks no other. Every
  * execution gets an answer (and {"op":"get"} / {"op":"put"} move a file of
  * /mnt/data as base64, at most FILE_CHUNK bytes a request: a get names an
  * offset; a put with "first" starts the file, the one with "last" ends
- * it). A result too large for a frame is cut (with a note), and one that
+ * it; the chunks of one put together at most CODESHIM_FILE_MAX bytes, or
+ * it is refused with EFBIG and forgotten). A result too large for a frame is cut (with a note), and one that
  * still cannot be sent becomes an error saying so; the connection is
  * never just closed on a result. It ends after CODESHIM_SESSION_TTL
  * seconds without a request, on {"op":"close"} or on SIGTERM, closing the
@@ -24,11 +27,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,12 +88,19 @@ static void send_answer(int fd, cJSON *ans, const char *cid, const char *setting
 
 #define FILE_CHUNK (16u << 20)
 
-/* A put in progress: chunks accumulate until the last one. */
+/* A put in progress: chunks accumulate until the last one, at most
+ * CODESHIM_FILE_MAX bytes together (the cap on one file into a container). */
 static struct {
     char name[256];
     char *data;
     size_t len;
 } pending;
+
+static void forget_pending(void)
+{
+    free(pending.data);
+    memset(&pending, 0, sizeof(pending));
+}
 
 static cJSON *file_answer(int rc)
 {
@@ -132,7 +140,7 @@ static cJSON *get_file(struct shim_sandbox *sb, const cJSON *req)
     return ans;
 }
 
-static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req)
+static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req, size_t max)
 {
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
     const char *b64 = cJSON_GetStringValue(cJSON_GetObjectItem(req, "data"));
@@ -145,14 +153,31 @@ static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req)
     if (!name || !b64 || strlen(name) >= sizeof(pending.name))
         return file_answer(-EINVAL);
     if (first) {
-        free(pending.data);
-        memset(&pending, 0, sizeof(pending));
+        forget_pending();
         snprintf(pending.name, sizeof(pending.name), "%s", name);
     } else if (strcmp(pending.name, name)) {
         return file_answer(-EPROTO);
     }
+    /* a chunk larger than the library sends, or past the cap (told from
+     * the base64 text's length before decoding it): the put is refused and
+     * what it had sent is freed */
+    if (strlen(b64) / 4 * 3 > FILE_CHUNK + 2) {
+        forget_pending();
+        return file_answer(-EMSGSIZE);
+    }
+    if (strlen(b64) / 4 * 3 > max - pending.len + 2) {
+        LOG_WARN("a put of %s is larger than %zu bytes (CODESHIM_FILE_MAX): refused",
+                 pending.name, max);
+        forget_pending();
+        return file_answer(-EFBIG);
+    }
     if ((rc = shim_base64_decode(b64, &chunk, &n)) < 0)
         return file_answer(rc);
+    if (n > max - pending.len) {
+        free(chunk);
+        forget_pending();
+        return file_answer(-EFBIG);
+    }
     grown = realloc(pending.data, pending.len + n + 1);
     if (!grown) {
         free(chunk);
@@ -165,25 +190,36 @@ static cJSON *put_file(struct shim_sandbox *sb, const cJSON *req)
     if (!last)
         return file_answer(0);
     rc = shim_sandbox_file_put(sb, pending.name, pending.data, pending.len);
-    free(pending.data);
-    memset(&pending, 0, sizeof(pending));
+    forget_pending();
     return file_answer(rc);
 }
 
-/* One connection: our greeting, then one request. Returns 1 when the
- * session must end. */
-static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *settings)
+/* What a connection is greeted with when it is accepted. */
+struct greeting {
+    const char *cid, *settings;
+};
+
+static int greet(int fd, void *ctx)
+{
+    const struct greeting *g = ctx;
+    cJSON *ans = envelope(cJSON_CreateObject(), g->cid, g->settings);
+    int rc = ans ? shim_proto_send(fd, ans, SESSIOND_REQUEST_MS) : -ENOMEM;
+
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* One connection, greeted: one request. Returns 1 when the session must
+ * end. */
+static int serve(int fd, struct shim_sandbox *sb, const struct shim_config *cfg,
+                 const char *cid, const char *settings)
 {
     cJSON *req = NULL, *ans;
     const char *op, *code;
     int end = 0;
 
-    ans = envelope(cJSON_CreateObject(), cid, settings);
-    if (!ans || shim_proto_send(fd, ans, 10000) < 0 || shim_proto_recv(fd, &req, 10000) < 0) {
-        cJSON_Delete(ans);
+    if (shim_proto_recv(fd, &req, SESSIOND_REQUEST_MS) < 0)
         return 0;
-    }
-    cJSON_Delete(ans);
     op = cJSON_GetStringValue(cJSON_GetObjectItem(req, "op"));
     code = cJSON_GetStringValue(cJSON_GetObjectItem(req, "code"));
     if (op && !strcmp(op, "exec") && code) {
@@ -196,7 +232,9 @@ static int serve(int fd, struct shim_sandbox *sb, const char *cid, const char *s
         }
         send_answer(fd, envelope(ans, cid, settings), cid, settings);
     } else if (op && (!strcmp(op, "get") || !strcmp(op, "put"))) {
-        ans = envelope(!strcmp(op, "get") ? get_file(sb, req) : put_file(sb, req), cid, settings);
+        ans = envelope(!strcmp(op, "get") ? get_file(sb, req)
+                                          : put_file(sb, req, (size_t)cfg->file_max),
+                       cid, settings);
         send_answer(fd, ans, cid, settings);
     } else {
         end = op && !strcmp(op, "close");
@@ -247,6 +285,8 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
 {
     const char *dir = o->dir;
     char cid[64], pidtxt[32];
+    struct sessiond_waiting w = {.n = 0};
+    struct greeting g;
     long long last;
     int lfd;
 
@@ -268,19 +308,17 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
     reply_host(reply, cid, settings, NULL);
     LOG_INFO("session %s up, idle limit %d s", cid, o->ttl_s);
     last = now_s();
+    g.cid = cid;
+    g.settings = settings;
     while (!sessiond_stop) {
-        struct pollfd p = {lfd, POLLIN, 0};
         long long left = last + o->ttl_s - now_s();
         int fd, rc;
         if (left <= 0)
             break;
-        rc = poll(&p, 1, left > 3600 ? 3600000 : (int)left * 1000);
-        if (rc <= 0)
-            continue;
-        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        fd = sessiond_next(&w, lfd, left > 3600 ? 3600000 : (int)left * 1000, greet, &g);
         if (fd < 0)
             continue;
-        rc = serve(fd, sb, cid, settings);
+        rc = serve(fd, sb, cfg, cid, settings);
         close(fd);
         last = now_s();
         utimensat(AT_FDCWD, dir, NULL, 0);
@@ -288,6 +326,7 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
             break;
     }
     LOG_INFO("session %s ends", cid);
+    sessiond_waiting_close(&w);
     close(lfd);
     shim_sandbox_close(sb);
     shim_session_remove(dir, cid, settings);

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <signal.h>
+#include <stdint.h>
 
 struct shim_config;
 struct shim_sandbox;
@@ -36,5 +37,32 @@ struct sessiond_open {
  * the session's socket listens), which is then closed. The exit status. */
 int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *o,
                      const char *settings, struct shim_sandbox *sb, int reply);
+
+/* Connections accepted and not yet read from (accept.c). Both the host and
+ * each session poll them together with their listening socket, so that a
+ * peer that connects and sends nothing (or not yet) holds one of
+ * SESSIOND_WAITING slots, never the process: requests are read in the
+ * order they begin to arrive. A connection idle for SESSIOND_IDLE_MS is
+ * closed, and so is the oldest when every slot is taken. Once a request
+ * has begun it must arrive whole within SESSIOND_REQUEST_MS (a slow
+ * sender holds the process that long at most). */
+#define SESSIOND_WAITING 16
+#define SESSIOND_IDLE_MS 10000
+#define SESSIOND_REQUEST_MS 5000
+struct sessiond_waiting {
+    int fd[SESSIOND_WAITING];
+    int64_t since[SESSIOND_WAITING]; /* accepted, shim_clock_ms() */
+    int n;
+};
+
+/* The next connection whose request has begun to arrive (or that closed):
+ * the caller's to read and close. New connections on lfd are accepted
+ * meanwhile, each greeted with greet(fd, ctx) when greet is not NULL (one
+ * it fails is closed). Waits at most timeout_ms: the fd, -ETIMEDOUT, or
+ * -EINTR when a signal came (SIGCHLD, SIGTERM: the caller looks). */
+int sessiond_next(struct sessiond_waiting *w, int lfd, int timeout_ms,
+                  int (*greet)(int fd, void *ctx), void *ctx);
+/* Closes every waiting connection. */
+void sessiond_waiting_close(struct sessiond_waiting *w);
 
 #endif

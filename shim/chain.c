@@ -92,7 +92,7 @@ int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON 
     if (!text)
         return 0;
     rc = shim_store_read(path, text, ENTRY_MAX, 0);
-    doc = rc == 0 ? cJSON_Parse(text) : NULL;
+    doc = rc == 0 ? shim_json_parse(text, strlen(text)) : NULL;
     free(text);
     uid = shim_json_str(doc, "upstream_id");
     if (!uid) {

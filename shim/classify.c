@@ -1,6 +1,11 @@
 /* classify.c - see classify.h. No I/O, no globals. */
 #include "classify.h"
 
+#include "text.h"
+
+#include "json.h"
+
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -127,4 +132,126 @@ const char *shim_classify_unsupported(const cJSON *req, enum shim_api kind, cons
         return "background";
     }
     return NULL;
+}
+
+static const char *kind_of(const cJSON *j)
+{
+    if (cJSON_IsArray(j))
+        return "an array";
+    if (cJSON_IsString(j))
+        return "a string";
+    if (cJSON_IsNumber(j))
+        return "a number";
+    if (cJSON_IsBool(j))
+        return "a boolean";
+    if (cJSON_IsNull(j))
+        return "null";
+    return "an object";
+}
+
+/* A tool type that looks like a misspelt code_interpreter: a few edits
+ * away, or the same but for case, '-' or ' ' for '_'. */
+static int near_miss(const char *type)
+{
+    char folded[65];
+    size_t i, n = strlen(type);
+
+    if (n >= sizeof(folded))
+        return 0;
+    for (i = 0; i <= n; i++)
+        folded[i] = (type[i] == '-' || type[i] == ' ') ? '_'
+                    : (type[i] >= 'A' && type[i] <= 'Z') ? (char)(type[i] + 32)
+                                                         : type[i];
+    return shim_text_distance(folded, "code_interpreter", 3) <= 3;
+}
+
+/* The tools array holds no code_interpreter entry: says so, naming the
+ * first near miss. */
+static void no_tool(const cJSON *tools, struct shim_pass_why *out)
+{
+    const cJSON *t;
+    int i = 0, n = cJSON_GetArraySize(tools);
+
+    out->code = SHIM_PASS_NO_CODE_INTERPRETER;
+    snprintf(out->text, sizeof(out->text), "no code_interpreter tool (\"tools\" has %d %s)", n,
+             n == 1 ? "entry" : "entries");
+    cJSON_ArrayForEach(t, tools)
+    {
+        const char *type = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "type"))
+                               ? cJSON_GetObjectItemCaseSensitive(t, "type")->valuestring
+                               : NULL;
+        if (type && near_miss(type)) {
+            /* at most 40 bytes of it, no control character or quote */
+            char shown[48];
+            size_t k;
+            snprintf(shown, sizeof(shown), "%.40s", type);
+            for (k = 0; shown[k]; k++)
+                if ((unsigned char)shown[k] < 0x20 || shown[k] == '"' || shown[k] == '\\')
+                    shown[k] = '?';
+            snprintf(out->text, sizeof(out->text),
+                     "no code_interpreter tool: tools[%d] has type \"%s\"; did you mean "
+                     "\"code_interpreter\"?", i, shown);
+            return;
+        }
+        i++;
+    }
+}
+
+enum shim_pass shim_classify_explain(int is_post, const char *method, const char *body,
+                                     size_t len, size_t max_body, struct shim_pass_why *out)
+{
+    const cJSON *tools;
+    cJSON *req;
+
+    out->code = SHIM_PASS_OURS;
+    out->text[0] = '\0';
+    if (!is_post || !method || strcasecmp(method, "POST") != 0) {
+        out->code = SHIM_PASS_NOT_POST;
+        snprintf(out->text, sizeof(out->text), "not a POST (%.16s)",
+                 method && *method ? method : "no method");
+        return out->code;
+    }
+    if (!body) {
+        out->code = SHIM_PASS_NO_BODY;
+        snprintf(out->text, sizeof(out->text),
+                 "no body codeshim can read: it reads a JSON body set with "
+                 "CURLOPT_POSTFIELDS (curl -d), not a form, MIME post or read callback");
+        return out->code;
+    }
+    if (len == SHIM_BODY_STRING)
+        len = strnlen(body, max_body + 1);
+    if (len == 0) {
+        out->code = SHIM_PASS_EMPTY_BODY;
+        snprintf(out->text, sizeof(out->text), "the body is empty");
+        return out->code;
+    }
+    if (len > max_body) {
+        out->code = SHIM_PASS_TOO_LARGE;
+        snprintf(out->text, sizeof(out->text),
+                 "the body is over CODESHIM_MAX_REQUEST (more than %zu bytes)", max_body);
+        return out->code;
+    }
+    req = shim_json_parse(body, len);
+    if (!req) {
+        out->code = SHIM_PASS_NOT_JSON;
+        snprintf(out->text, sizeof(out->text), "the body is not JSON");
+        return out->code;
+    }
+    tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+    if (!cJSON_IsObject(req)) {
+        out->code = SHIM_PASS_NOT_OBJECT;
+        snprintf(out->text, sizeof(out->text), "the body is JSON but %s, not an object",
+                 kind_of(req));
+    } else if (!tools) {
+        out->code = SHIM_PASS_NO_TOOLS;
+        snprintf(out->text, sizeof(out->text), "no code_interpreter tool (no \"tools\")");
+    } else if (!cJSON_IsArray(tools)) {
+        out->code = SHIM_PASS_TOOLS_NOT_ARRAY;
+        snprintf(out->text, sizeof(out->text), "\"tools\" is %s, not an array",
+                 kind_of(tools));
+    } else if (!shim_classify_body(req)) {
+        no_tool(tools, out);
+    }
+    cJSON_Delete(req);
+    return out->code;
 }

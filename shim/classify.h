@@ -41,6 +41,29 @@ enum shim_api shim_classify_transfer(int is_post, const char *custom_request,
 int shim_classify_maybe_containers(const char *url);
 /* 1 when req is an object whose tools hold a code_interpreter entry. */
 int shim_classify_body(const cJSON *req);
+/* Why a transfer to a model path goes to libcurl, for the debug log. */
+enum shim_pass {
+    SHIM_PASS_OURS = 0,           /* none found: by these checks it is ours */
+    SHIM_PASS_NOT_POST,           /* detail: the method */
+    SHIM_PASS_NO_BODY,            /* no JSON body in memory (none, MIME, read callback) */
+    SHIM_PASS_EMPTY_BODY,
+    SHIM_PASS_TOO_LARGE,          /* detail: sizes */
+    SHIM_PASS_NOT_JSON,
+    SHIM_PASS_NOT_OBJECT,         /* detail: what it is */
+    SHIM_PASS_NO_TOOLS,
+    SHIM_PASS_TOOLS_NOT_ARRAY,    /* detail: what tools is */
+    SHIM_PASS_NO_CODE_INTERPRETER, /* detail: a near miss, if any */
+};
+struct shim_pass_why {
+    enum shim_pass code;
+    char text[192]; /* one line, no body text but a near-miss tool type */
+};
+/* Tells why the transfer (as shim_classify_may_be_ours sees it, method
+ * its name: the custom request or the one libcurl would use) is not
+ * ours; reads the body only up to max_body. Returns out->code. */
+enum shim_pass shim_classify_explain(int is_post, const char *method, const char *body,
+                                     size_t len, size_t max_body, struct shim_pass_why *out);
+
 /* For a request that is ours: NULL when codeshim can run it, else the
  * parameter it cannot honour, with *why a message for the 400 (both
  * static). */

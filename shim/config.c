@@ -203,6 +203,11 @@ static const struct {
 struct named {
     char name[SHIM_CONFILE_NAME_MAX];
     int selectable;
+    /* "" when usable; else why not, for a reason of the environment (a
+     * variable it names is not set), said once: logged (set) the first
+     * time a request picks it */
+    char unusable[640];
+    int logged;
     struct shim_config cfg;
 };
 
@@ -213,10 +218,13 @@ static struct {
     char error[768]; /* "" when the file loaded, or there is none */
 } g_named = {PTHREAD_ONCE_INIT, NULL, 0, 0, ""};
 
-/* The overlay: a sandbox's settings first, then the environment. */
+/* The overlay: a sandbox's settings first, then the environment. error:
+ * the file's own mistake (the whole file is refused); unset: a variable
+ * it names is not set here (only this sandbox cannot be used). */
 struct overlay {
     const struct shim_confile_sandbox *s;
     char error[512];
+    char unset[512];
 };
 
 static void overlay_fail(struct overlay *o, int line, const char *msg)
@@ -245,7 +253,8 @@ static const char *overlay_env(const char *name, void *ctx)
             char msg[300];
             snprintf(msg, sizeof(msg), "%s names the environment variable %.200s, which is "
                      "not set", p->key, p->value + strlen(ENV_PREFIX));
-            overlay_fail(o, p->line, msg);
+            if (!o->unset[0])
+                snprintf(o->unset, sizeof(o->unset), "line %d: %s", p->line, msg);
         }
         return v;
     }
@@ -298,7 +307,7 @@ static int check_keys(const struct shim_confile_sandbox *s, char *err, size_t er
 static int build_named(const struct shim_confile_sandbox *s, struct named *out, char *err,
                        size_t errsz)
 {
-    struct overlay o = {s, ""};
+    struct overlay o = {s, "", ""};
     const char *sel = shim_confile_get(s, "selectable");
     const char *backend;
 
@@ -313,16 +322,18 @@ static int build_named(const struct shim_confile_sandbox *s, struct named *out, 
     shim_config_parse(&out->cfg, overlay_env, overlay_warn, &o);
     default_sessiond(&out->cfg);
     backend = out->cfg.sandbox;
-    if (!o.error[0] && strcmp(backend, "local") && strcmp(backend, "e2b"))
+    if (!backend[0]) /* settings.c left a bad backend empty: say which it was */
         snprintf(o.error, sizeof(o.error), "line %d: backend \"%.32s\" is not one of local, e2b",
-                 s->line, backend);
-    if (!o.error[0] && !strcmp(backend, "e2b") && !out->cfg.e2b_api_key[0])
-        snprintf(o.error, sizeof(o.error), "line %d: an e2b sandbox needs api_key (or "
-                 "E2B_API_KEY in the environment)", s->line);
+                 s->line, shim_confile_get(s, "backend") ? shim_confile_get(s, "backend") : "");
+    if (!o.error[0] && !o.unset[0] && !strcmp(backend, "e2b") && !out->cfg.e2b_api_key[0])
+        snprintf(o.unset, sizeof(o.unset), "line %d: an e2b sandbox needs api_key (or "
+                 "E2B_API_KEY in the environment), and none is set", s->line);
     if (o.error[0]) {
         snprintf(err, errsz, "sandbox \"%s\", %s", s->name, o.error);
         return -EINVAL;
     }
+    if (o.unset[0])
+        snprintf(out->unusable, sizeof(out->unusable), "sandbox \"%s\", %s", s->name, o.unset);
     return 0;
 }
 
@@ -415,6 +426,21 @@ static void load_named(void)
     LOG_ERR("%s; requests that would run code are answered with this error", g_named.error);
 }
 
+/* n's settings, or NULL (500) when the environment lacks what it names;
+ * that is logged once a process, the first time a request picks it. */
+static const struct shim_config *usable(struct named *n, char *why, size_t whysz, int *status)
+{
+    if (!n->unusable[0])
+        return &n->cfg;
+    if (!__atomic_exchange_n(&n->logged, 1, __ATOMIC_RELAXED))
+        LOG_ERR("CODESHIM_CONFIG=%.128s: %s; requests that pick it are answered with this "
+                "error", shim_config()->config_file, n->unusable);
+    snprintf(why, whysz, "codeshim's sandbox \"%s\" cannot be used: CODESHIM_CONFIG=%.128s: %s",
+             n->name, shim_config()->config_file, n->unusable);
+    *status = 500;
+    return NULL;
+}
+
 const struct shim_config *shim_config_sandbox(const char *name, int named, char *why,
                                               size_t whysz, int *status)
 {
@@ -444,9 +470,9 @@ const struct shim_config *shim_config_sandbox(const char *name, int named, char 
     for (i = 0; name && i < g_named.n && strcmp(g_named.v[i].name, name); i++)
         ;
     if (!name || (i == g_named.n && !named))
-        return &g_named.v[g_named.def].cfg;
+        i = g_named.def;
     if (i < g_named.n && (g_named.v[i].selectable || i == g_named.def))
-        return &g_named.v[i].cfg;
+        return usable(&g_named.v[i], why, whysz, status);
     snprintf(why, whysz, i == g_named.n ? "the sandbox \"%.64s\" is not configured"
                                         : "the sandbox \"%.64s\" may not be chosen by a request "
                                           "(it is not selectable in CODESHIM_CONFIG)", name);
@@ -454,8 +480,8 @@ const struct shim_config *shim_config_sandbox(const char *name, int named, char 
     return NULL;
 }
 
-size_t shim_config_sandbox_list(const char **names, int *selectable, size_t max,
-                                size_t *def)
+size_t shim_config_sandbox_list(const char **names, int *selectable, const char **unusable,
+                                size_t max, size_t *def)
 {
     size_t i;
 
@@ -464,6 +490,7 @@ size_t shim_config_sandbox_list(const char **names, int *selectable, size_t max,
     for (i = 0; i < g_named.n && i < max; i++) {
         names[i] = g_named.v[i].name;
         selectable[i] = g_named.v[i].selectable || i == g_named.def;
+        unusable[i] = g_named.v[i].unusable[0] ? g_named.v[i].unusable : NULL;
     }
     return g_named.n;
 }

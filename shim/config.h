@@ -39,15 +39,18 @@ static inline const struct shim_config *shim_config(void)
  * shim_config(). With it: the named sandbox (the file's default when name
  * is NULL, or when name came from a container string (named = 0) that
  * matches no sandbox and so may be a container id). NULL, with why and
- * *status (500: the file is broken; 400: the name is unknown or not
- * selectable), when the request cannot have what it asks. The file is read
- * on first use; its errors are logged once. */
+ * *status (500: the file is broken, or the sandbox names an environment
+ * variable that is not set, or is e2b without a key: only that sandbox is
+ * unusable; 400: the name is unknown or not selectable), when the request
+ * cannot have what it asks. The file is read on first use; each of these
+ * errors is logged once per process. */
 const struct shim_config *shim_config_sandbox(const char *name, int named, char *why,
                                               size_t whysz, int *status);
-/* The configured names (at most max), which a request may choose, and
- * the default's index (for codeshim --check). */
-size_t shim_config_sandbox_list(const char **names, int *selectable, size_t max,
-                                size_t *def);
+/* The configured names (at most max), which a request may choose, why
+ * one cannot be used (NULL: it can) and the default's index (for
+ * codeshim --check). */
+size_t shim_config_sandbox_list(const char **names, int *selectable, const char **unusable,
+                                size_t max, size_t *def);
 /* Why CODESHIM_CONFIG could not be loaded, or NULL. */
 const char *shim_config_file_error(void);
 

@@ -51,23 +51,10 @@ static int find_bound(const struct call *c, const char *cid, struct shim_session
     return shim_session_find_bound(c->cfg, c->identity, cid, &net, out);
 }
 
-static const char *method_of(const struct shim_handle_view *v)
-{
-    if (v->custom_request)
-        return v->custom_request;
-    switch (v->method) {
-    case SHIM_METHOD_GET: return "GET";
-    case SHIM_METHOD_POST:
-    case SHIM_METHOD_POST_FORM:
-    case SHIM_METHOD_POST_MIME: return "POST";
-    default: return "";
-    }
-}
-
 enum shim_capi_op shim_containers_match(const struct shim_handle_view *v,
                                         struct shim_capi_route *r)
 {
-    enum shim_capi_op op = shim_capi_route(method_of(v), v->url, r);
+    enum shim_capi_op op = shim_capi_route(shim_handle_view_method(v), v->url, r);
 
     if (op == SHIM_CAPI_NONE || op == SHIM_CAPI_LIST || op == SHIM_CAPI_CREATE)
         return op;

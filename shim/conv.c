@@ -72,6 +72,7 @@ char *shim_conv_parse_code(const char *arguments, const char **why)
     cJSON *a = NULL;
     const char *code;
     char *out;
+    int rc;
 
     *why = NULL;
     if (!arguments) {
@@ -79,8 +80,13 @@ char *shim_conv_parse_code(const char *arguments, const char **why)
         return NULL;
     }
     /* read as the upstream would: a "code" given twice runs neither */
-    if (shim_json_read(arguments, strlen(arguments), &a, NULL) == -EEXIST) {
+    rc = shim_json_read(arguments, strlen(arguments), &a, NULL);
+    if (rc == -EEXIST) {
         *why = "the tool arguments give a key twice or hold a U+0000 character";
+        return NULL;
+    }
+    if (rc == -E2BIG) {
+        *why = "the tool arguments hold more JSON values or levels than codeshim reads";
         return NULL;
     }
     if (!cJSON_IsObject(a)) {

@@ -463,6 +463,20 @@ void shim_handle_view_free(struct shim_handle_view *v)
     v->url = v->custom_request = NULL;
 }
 
+const char *shim_handle_view_method(const struct shim_handle_view *v)
+{
+    if (v->custom_request)
+        return v->custom_request;
+    switch (v->method) {
+    case SHIM_METHOD_POST:
+    case SHIM_METHOD_POST_FORM:
+    case SHIM_METHOD_POST_MIME: return "POST";
+    case SHIM_METHOD_PUT: return "PUT";
+    case SHIM_METHOD_HEAD: return "HEAD";
+    default: return "GET";
+    }
+}
+
 int shim_handles_set_answer(CURL *h, const struct shim_answer_info *a)
 {
     struct entry *e;
@@ -568,6 +582,9 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
         break;
     case CURLINFO_REDIRECT_COUNT:
         *(long *)out = 0;
+        break;
+    case CURLINFO_RETRY_AFTER:
+        *(curl_off_t *)out = a->retry_after;
         break;
     default:
         hit = 0;

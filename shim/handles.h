@@ -82,6 +82,7 @@ struct shim_answer_info {
     curl_off_t size_download;
     curl_off_t size_upload;
     long header_size;
+    curl_off_t retry_after; /* Retry-After in seconds (0: none), as libcurl's */
 };
 
 /* Records option opt for h if it is one codeshim needs. create=0 records
@@ -97,6 +98,9 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body);
 /* Fills *out (0) or -ENOENT when nothing was recorded for h; -ENOMEM. */
 int shim_handles_view(CURL *h, struct shim_handle_view *out);
 void shim_handle_view_free(struct shim_handle_view *v);
+/* The method libcurl will send for v: its custom request, else the one
+ * its options set ("GET", "POST", "PUT", "HEAD"). */
+const char *shim_handle_view_method(const struct shim_handle_view *v);
 
 /* Synthetic answers for curl_easy_getinfo. set copies a; clear drops it
  * (every new perform); get returns 1 and writes *out when info is one

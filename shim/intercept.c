@@ -68,16 +68,23 @@ static CURLcode reject(CURL *h, const struct shim_handle_view *v, double t0,
     return rc;
 }
 
-static CURLcode reject_ambiguous(CURL *h, const struct shim_handle_view *v, double t0,
-                                 const struct shim_json_flaw *why)
+/* A request codeshim will not read: one JSON readers read differently (a
+ * key twice, U+0000), or one past the values it reads of a body. */
+static CURLcode reject_unread(CURL *h, const struct shim_handle_view *v, double t0,
+                             const struct shim_json_flaw *why)
 {
     char flaw[128], msg[400];
 
     shim_json_flaw_text(why, flaw, sizeof(flaw));
-    snprintf(msg, sizeof(msg),
-             "codeshim refused this request: %s. JSON readers disagree about what such "
-             "a body says, so codeshim neither runs nor forwards it; send each key once "
-             "and no U+0000 characters.", flaw);
+    if (why->big)
+        snprintf(msg, sizeof(msg),
+                 "codeshim refused this request: %s, past what codeshim reads of one "
+                 "body; it was neither run nor forwarded.", flaw);
+    else
+        snprintf(msg, sizeof(msg),
+                 "codeshim refused this request: %s. JSON readers disagree about what such "
+                 "a body says, so codeshim neither runs nor forwards it; send each key once "
+                 "and no U+0000 characters.", flaw);
     return reject(h, v, t0, msg, NULL, NULL);
 }
 
@@ -91,7 +98,47 @@ static CURLcode real_perform(const struct shim_curl_api *api, CURL *h)
     return rc;
 }
 
-enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_AMBIGUOUS, ACT_UNSUPPORTED, ACT_CONTAINERS };
+/* CODESHIM_LOG=debug: the one line for a transfer to a model path that
+ * goes to libcurl, saying why (why NULL: the classifier tells). The URL
+ * without its query, never the body or a header. */
+static void log_pass(const struct shim_handle_view *v, const char *why, size_t max_body)
+{
+    struct shim_pass_why w;
+    char url[256];
+    const char *method = shim_handle_view_method(v);
+
+    if (!shim_log_enabled(SHIM_LOG_DEBUG) ||
+        (shim_classify_url(v->url) == SHIM_API_NONE && !shim_classify_maybe_containers(v->url)))
+        return;
+    if (!why) {
+        /* a form or MIME post is a POST whose body codeshim cannot read */
+        int post = v->method == SHIM_METHOD_POST || v->method == SHIM_METHOD_POST_FORM ||
+                   v->method == SHIM_METHOD_POST_MIME;
+        if (shim_classify_explain(post, method, v->method == SHIM_METHOD_POST ? v->body : NULL,
+                                  v->body_len, max_body, &w) == SHIM_PASS_OURS)
+            snprintf(w.text, sizeof(w.text),
+                     "the body does not spell \"code_interpreter\" out literally (JSON "
+                     "escapes?), which codeshim's first check looks for");
+        why = w.text;
+    }
+    shim_log_url(v->url, url, sizeof(url));
+    LOG_DEBUG("passed through %.16s %s: %s", method, url, why);
+}
+
+/* The same for a transfer of which only the handle is known yet: costs a
+ * view only when the debug log is on. */
+static int pass_handle(CURL *h, size_t max_body)
+{
+    struct shim_handle_view v;
+
+    if (shim_log_enabled(SHIM_LOG_DEBUG) && shim_handles_view(h, &v) == 0) {
+        log_pass(&v, NULL, max_body);
+        shim_handle_view_free(&v);
+    }
+    return 0;
+}
+
+enum action { ACT_LOOP, ACT_REFUSE, ACT_OOM, ACT_UNREAD, ACT_UNSUPPORTED, ACT_CONTAINERS };
 
 struct shim_intercept_job {
     enum action act;
@@ -104,6 +151,7 @@ struct shim_intercept_job {
     struct shim_json_flaw flaw;
     struct shim_capi_route route; /* ACT_CONTAINERS */
     const char *param, *why;
+    char pass_why[128];       /* a Containers API call that is not codeshim's */
     char *body;               /* detached: the copy v.body points to */
     struct curl_slist *headers; /* detached: the copy v.headers is */
     double t0;
@@ -137,8 +185,10 @@ int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
     /* the pass-through costs this one look, nothing copied; offline and
      * replay modes look closer (ACT_REFUSE) */
     kind = shim_handles_begin(h, cfg->max_request);
-    if (cfg->disabled || (kind == SHIM_API_NONE && !cfg->offline && !cfg->replay_dir[0]))
+    if (cfg->disabled)
         return 0;
+    if (kind == SHIM_API_NONE && !cfg->offline && !cfg->replay_dir[0])
+        return pass_handle(h, cfg->max_request);
     j = calloc(1, sizeof(*j));
     if (!j)
         return 0; /* nothing recorded can be read either: libcurl's */
@@ -156,14 +206,21 @@ int shim_intercept_decide(CURL *h, double t0, struct shim_intercept_job **out)
             return 1;
         }
         j->kind = SHIM_API_NONE;
+        if (j->route.cid[0])
+            snprintf(j->pass_why, sizeof(j->pass_why),
+                     "container %s is not one codeshim made", j->route.cid);
+        else
+            snprintf(j->pass_why, sizeof(j->pass_why),
+                     "not a Containers API call codeshim answers");
     }
     err = j->kind != SHIM_API_NONE ? shim_json_read(j->v.body, j->v.body_len, &j->req, &j->flaw)
                                    : -EINVAL;
-    if (err == -EEXIST || err == -ENOMEM) {
-        j->act = err == -EEXIST ? ACT_AMBIGUOUS : ACT_OOM;
+    if (err == -EEXIST || err == -E2BIG || err == -ENOMEM) {
+        j->act = err == -ENOMEM ? ACT_OOM : ACT_UNREAD;
     } else if (!j->req || !shim_classify_body(j->req)) {
         if (!((cfg->offline || cfg->replay_dir[0]) &&
               shim_classify_url(j->v.url) != SHIM_API_NONE)) {
+            log_pass(&j->v, j->pass_why[0] ? j->pass_why : NULL, cfg->max_request);
             shim_intercept_job_free(j);
             return 0;
         }
@@ -267,8 +324,8 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
         return refuse(h, &j->v, j->t0);
     case ACT_OOM:
         return fail_oom(h, &j->v, j->t0);
-    case ACT_AMBIGUOUS:
-        return reject_ambiguous(h, &j->v, j->t0, &j->flaw);
+    case ACT_UNREAD:
+        return reject_unread(h, &j->v, j->t0, &j->flaw);
     case ACT_UNSUPPORTED:
         return reject(h, &j->v, j->t0, j->why, j->param, "unsupported_value");
     case ACT_CONTAINERS:

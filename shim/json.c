@@ -14,13 +14,34 @@ const char *shim_json_str(const cJSON *obj, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-cJSON *shim_json_parse(const char *p, size_t n)
+/* The one call of cJSON's parser: every text is measured first, so no
+ * shape of it costs more than its budget of values (a cJSON node each, 64
+ * bytes and malloc's overhead, whatever the value's few bytes of text). */
+static cJSON *parse(const char *p, size_t n, size_t max_values, int max_depth,
+                    const char **end, int *big)
 {
+    if (big)
+        *big = 0;
     if (!p)
         return NULL;
+    if (!shim_json_fits(p, n, max_values, max_depth)) {
+        if (big)
+            *big = 1;
+        return NULL;
+    }
     /* require_null_terminated=0 with an explicit length: the body may not
      * be NUL-terminated (POSTFIELDS with POSTFIELDSIZE). */
-    return cJSON_ParseWithLengthOpts(p, n, NULL, 0);
+    return cJSON_ParseWithLengthOpts(p, n, end, 0);
+}
+
+cJSON *shim_json_parse(const char *p, size_t n)
+{
+    return parse(p, n, SHIM_JSON_MAX_VALUES, SHIM_JSON_MAX_DEPTH, NULL, NULL);
+}
+
+cJSON *shim_json_parse_within(const char *p, size_t n, size_t max_values, int max_depth)
+{
+    return parse(p, n, max_values, max_depth, NULL, NULL);
 }
 
 /* ---------------- one reading for everyone ---------------- */
@@ -103,7 +124,7 @@ static int dup_here(const cJSON *obj, struct keyset *ks, const char **key)
     return 0;
 }
 
-/* Recursion depth is bounded by cJSON's own nesting limit (1000). */
+/* Recursion depth is bounded by SHIM_JSON_MAX_DEPTH. */
 static int dup_in(const cJSON *node, struct keyset *ks, const char **key)
 {
     const cJSON *c;
@@ -165,15 +186,15 @@ int shim_json_read(const char *p, size_t n, cJSON **out, struct shim_json_flaw *
 {
     const char *end = NULL, *key = NULL;
     cJSON *j;
-    int rc = 0;
+    int rc = 0, big;
 
     if (why)
         memset(why, 0, sizeof(*why));
-    if (!p)
-        return -EINVAL;
-    j = cJSON_ParseWithLengthOpts(p, n, &end, 0);
+    j = parse(p, n, SHIM_JSON_MAX_VALUES, SHIM_JSON_MAX_DEPTH, &end, &big);
+    if (big && why)
+        why->big = 1;
     if (!j)
-        return -EINVAL;
+        return big ? -E2BIG : -EINVAL;
     if (!end || end < p || end > p + n)
         end = p + n;
     if (shim_json_has_nul(p, (size_t)(end - p))) {
@@ -195,7 +216,10 @@ int shim_json_read(const char *p, size_t n, cJSON **out, struct shim_json_flaw *
 
 void shim_json_flaw_text(const struct shim_json_flaw *why, char *out, size_t outsz)
 {
-    if (why->nul)
+    if (why->big)
+        snprintf(out, outsz, "it holds more than %d JSON values or nests them more than %d "
+                 "levels deep", SHIM_JSON_MAX_VALUES, SHIM_JSON_MAX_DEPTH);
+    else if (why->nul)
         snprintf(out, outsz, "a string holds the character U+0000");
     else
         snprintf(out, outsz, "an object has the key \"%s\" more than once", why->key);

@@ -7,12 +7,26 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-/* Parses exactly n bytes (no NUL needed); NULL on error. Caller owns.
- * Lenient: for codeshim's own files and frames; see shim_json_read. */
-cJSON *shim_json_parse(const char *p, size_t n);
+/* The most values, and the deepest nesting, of any JSON text codeshim
+ * reads (every parse goes through json.c, which measures the text before
+ * building a tree): each value costs a cJSON node (64 bytes, about 80 with
+ * malloc's overhead), so a few bytes of "0," cost forty times their size,
+ * twice over where the tree is copied. 262,144 values bound that to tens of
+ * MB whatever the text's shape; an API body of that many values is far
+ * past any real one (a long conversation holds some tens of thousands). */
+#define SHIM_JSON_MAX_VALUES 262144
+#define SHIM_JSON_MAX_DEPTH 128
 
-/* Why shim_json_read refused a text that parses. */
+/* Parses exactly n bytes (no NUL needed); NULL on error or when the text
+ * is past the budget above. Caller owns. Lenient: for codeshim's own
+ * files and frames and the e2b server's answers; see shim_json_read. */
+cJSON *shim_json_parse(const char *p, size_t n);
+/* The same within a smaller budget (a frame of a channel). */
+cJSON *shim_json_parse_within(const char *p, size_t n, size_t max_values, int max_depth);
+
+/* Why shim_json_read refused a text. */
 struct shim_json_flaw {
+    int big;       /* past SHIM_JSON_MAX_VALUES or SHIM_JSON_MAX_DEPTH (-E2BIG) */
     int nul;       /* a string holds U+0000 (cJSON would cut it there) */
     char key[72];  /* else: the key found twice, cut on a UTF-8 boundary */
 };
@@ -21,8 +35,9 @@ struct shim_json_flaw {
  * every other reader sees: refuses an object with a key twice (cJSON keeps
  * the first, most parsers the last; "a" and "\u0061" are the same key) and
  * a string holding U+0000 (cJSON stops the string there). Returns 0 with
- * *out (caller owns), -EINVAL when not JSON, -EEXIST when refused (*why
- * filled when not NULL), -ENOMEM. Linear in n up to a log factor. */
+ * *out (caller owns), -EINVAL when not JSON, -E2BIG past the budget above
+ * (no tree built), -EEXIST when refused (*why filled when not NULL for
+ * both), -ENOMEM. Linear in n up to a log factor. */
 int shim_json_read(const char *p, size_t n, cJSON **out, struct shim_json_flaw *why);
 /* The first key found twice in one object anywhere under root (borrowed
  * via *key): 1, 0 when none, -ENOMEM. O(k log k) per object of k keys. */

@@ -459,6 +459,13 @@ int shim_live_event(struct shim_live *l, const char *name, const char *data, siz
                  "more of it was run or passed on", f);
         return -1;
     }
+    if (rc == -E2BIG) {
+        char f[128];
+        shim_json_flaw_text(&flaw, f, sizeof(f));
+        snprintf(l->err, sizeof(l->err), "codeshim did not read an event of the model "
+                 "server's stream: %s; nothing more of it was run or passed on", f);
+        return -1;
+    }
     if (rc < 0 || !cJSON_IsObject(ev)) {
         cJSON_Delete(ev);
         snprintf(l->err, sizeof(l->err), "%s", rc == -ENOMEM ? "codeshim: out of memory"

@@ -45,6 +45,7 @@ struct run {
     int executed;
     int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
+    cJSON *calls; /* each call so far as a cassette matches on it (match.h) */
     char id[32]; /* request id in traces */
     char identity[65]; /* whose sessions and continuations (store.h) */
 };
@@ -89,6 +90,22 @@ static int open_box(struct run *r)
         shim_files_place(&r->files, r->cfg, r->identity, r->box, &r->in);
     }
     return rc;
+}
+
+/* The call as a cassette matches on it: the model's code (or arguments)
+ * and what the sandbox gave, never codeshim's own notes about it. */
+static void note_call(struct run *r, const struct shim_call *c)
+{
+    cJSON *o;
+
+    if (!r->calls && !(r->calls = cJSON_CreateArray()))
+        return;
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "code", c->code ? c->code : c->arguments ? c->arguments : "");
+    cJSON_AddStringToObject(o, "status", c->skipped ? "skipped" : c->status ? c->status : "");
+    if (c->executed && c->res.logs)
+        cJSON_AddStringToObject(o, "logs", c->res.logs);
+    cJSON_AddItemToArray(r->calls, o);
 }
 
 /* Runs one call of codeshim's tool; every outcome becomes tool output.
@@ -145,6 +162,7 @@ static void run_call(struct run *r, struct shim_call *c)
     if (r->streaming)
         shim_stream_exec_end(&r->st, c);
     shim_trace_exec(r->id, c);
+    note_call(r, c);
 }
 
 /* A call over the cap: never run; the model is told why. */
@@ -157,6 +175,7 @@ static void skip_call(struct run *r, struct shim_call *c)
              "Answer with the results you already have.", r->cv.max_exec);
     c->skipped = 1;
     c->output = strdup(msg);
+    note_call(r, c);
 }
 
 static CURLcode oom(struct run *r)
@@ -178,7 +197,12 @@ static const struct shim_config *pick_settings(struct run *r, const cJSON *req)
 
     if (cfg)
         return cfg;
-    LOG_WARN("answered %d without sending the request: %s", status, why);
+    /* a configuration error (500) was logged once by config.c; a request's
+     * own mistake (400) is told each time */
+    if (status == 500)
+        LOG_INFO("answered 500 without sending the request: %s", why);
+    else
+        LOG_WARN("answered %d without sending the request: %s", status, why);
     err = shim_json_error(why, status == 500 ? "server_error" : "invalid_request_error",
                           status == 500 ? NULL : named ? "metadata.codeshim_sandbox"
                                                        : "tools.container",
@@ -285,6 +309,22 @@ static CURLcode ambiguous_reply(struct run *r, const struct shim_json_flaw *why)
              "codeshim could not read the model server's answer: %s, and JSON readers "
              "disagree about what that says; nothing in it was run or passed on.", flaw);
     return broken_reply(r, msg);
+}
+
+/* An upstream answer past the values codeshim reads of a body (no tree was
+ * built for it): the transfer fails as for a body past
+ * CODESHIM_MAX_RESPONSE, saying why in the program's error buffer. */
+static CURLcode unread_reply(struct run *r, const struct shim_json_flaw *why)
+{
+    char flaw[128], msg[CURL_ERROR_SIZE];
+
+    shim_json_flaw_text(why, flaw, sizeof(flaw));
+    snprintf(msg, sizeof(msg), "codeshim: the model server's answer was not read: %s; "
+             "nothing in it was run or passed on", flaw);
+    LOG_WARN("%s", msg);
+    if (r->streaming)
+        return fail_stream(r, "upstream_error", msg);
+    return shim_sink_fail(&r->sink, CURLE_FILESIZE_EXCEEDED, msg);
 }
 
 /* What a later request continuing from this answer (previous_response_id)
@@ -405,6 +445,7 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
     }
     shim_http_reply_free(rep);
     r->turns++;
+    shim_upstream_set_match(u, r->req, r->calls);
     *rc = post(r, u, body, rep, errbuf);
     free(body);
     if (r->sink.rc != CURLE_OK) { /* the program stopped reading the stream */
@@ -441,7 +482,9 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
         *rc = stop_oom(r);
     else if (err == -EEXIST)
         *rc = ambiguous_reply(r, &flaw);
-    return err != -ENOMEM && err != -EEXIST;
+    else if (err == -E2BIG)
+        *rc = unread_reply(r, &flaw);
+    return err != -ENOMEM && err != -EEXIST && err != -E2BIG;
 }
 
 /* Runs (or, over the cap, answers "not run") each of codeshim's calls, in
@@ -652,6 +695,7 @@ out:
     shim_files_inputs_free(&r.in);
     shim_session_close(r.box);
     shim_conv_free(&r.cv);
+    cJSON_Delete(r.calls);
     cJSON_Delete(up);
     return rc;
 }

@@ -134,6 +134,24 @@ static cJSON *args_json(const char *code)
     return str;
 }
 
+/* What the last tool output says happened, as a model reading it would
+ * tell: the lead of the answer. The texts it looks for are the ones
+ * codeshim's tool gives (loop.c, the sandboxes). */
+static const char *outcome(const char *out)
+{
+    if (!strncmp(out, "Error: ", 7))
+        return "The code could not be run. The tool said:\n";
+    if (!strncmp(out, "Not run: ", 9))
+        return "The code was not run. The tool said:\n";
+    if (strstr(out, "Execution timed out after "))
+        return "The code did not finish: it hit the time limit. Output:\n";
+    if (strstr(out, "Traceback (most recent call last):"))
+        return "The code ran and raised an exception. Output:\n";
+    if (!*out)
+        return "The code ran and printed nothing.";
+    return "The code ran. Output:\n";
+}
+
 static char *answer_text(const struct convo *c)
 {
     const char *out = c->last_output;
@@ -143,7 +161,9 @@ static char *answer_text(const struct convo *c)
     if (!s)
         return NULL;
     if (out)
-        snprintf(s, n, "The code ran. Output:\n%s", out);
+        snprintf(s, n, "%s%s", outcome(out), out);
+    else if (c->outputs)
+        snprintf(s, n, "The tool answered, but with nothing this offline model can read.");
     else
         snprintf(s, n, "This is codeshim's offline model: put Python code in a "
                        "```python block and it will run it.");
@@ -168,14 +188,51 @@ static cJSON *plan(const char *tool, const struct convo *c, int parallel)
     return todo;
 }
 
-static cJSON *responses_reply(const cJSON *req, const char *tool, const cJSON *todo,
-                              const struct convo *c)
+/* A function call item of a Response: name with arguments (a string). */
+static cJSON *responses_call(const char *name, cJSON *arguments)
+{
+    cJSON *fc = cJSON_CreateObject();
+    char fid[64], cid[64];
+
+    shim_id_make(fid, sizeof(fid), "fc_", 48);
+    shim_id_make(cid, sizeof(cid), "call_", 24);
+    cJSON_AddStringToObject(fc, "id", fid);
+    cJSON_AddStringToObject(fc, "type", "function_call");
+    cJSON_AddStringToObject(fc, "status", "completed");
+    cJSON_AddStringToObject(fc, "call_id", cid);
+    cJSON_AddStringToObject(fc, "name", name);
+    cJSON_AddItemToObject(fc, "arguments", arguments);
+    return fc;
+}
+
+/* A tool call of a chat message. */
+static cJSON *chat_call(const char *name, cJSON *arguments)
+{
+    cJSON *t = cJSON_CreateObject(), *fn;
+    char cid[64];
+
+    shim_id_make(cid, sizeof(cid), "call_", 24);
+    cJSON_AddStringToObject(t, "id", cid);
+    cJSON_AddStringToObject(t, "type", "function");
+    fn = cJSON_AddObjectToObject(t, "function");
+    cJSON_AddStringToObject(fn, "name", name);
+    cJSON_AddItemToObject(fn, "arguments", arguments);
+    return t;
+}
+
+/* A rough input token count: 12 an item and a byte in 4 of the user's text. */
+static long long input_tokens(const struct convo *c)
+{
+    return (long long)(c->items * 12 + strlen(c->user) / 4);
+}
+
+static cJSON *responses_reply(const cJSON *req, const char *tool,
+                              const struct shim_offline_turn *t, long long in_tok)
 {
     cJSON *r = cJSON_CreateObject(), *out, *u, *d;
-    const cJSON *code;
+    const cJSON *code, *codes = tool ? t->codes : NULL;
     char id[64];
     const char *model = shim_json_str(req, "model");
-    long long in_tok = (long long)(c->items * 12 + strlen(c->user) / 4);
 
     shim_id_make(id, sizeof(id), "resp_", 48);
     cJSON_AddStringToObject(r, "id", id);
@@ -190,24 +247,16 @@ static cJSON *responses_reply(const cJSON *req, const char *tool, const cJSON *t
     }
     cJSON_AddStringToObject(r, "model", model ? model : "codeshim-offline");
     out = cJSON_AddArrayToObject(r, "output");
-    cJSON_ArrayForEach(code, todo)
-    {
-        cJSON *fc;
-        char fid[64], cid[64];
-        shim_id_make(fid, sizeof(fid), "fc_", 48);
-        shim_id_make(cid, sizeof(cid), "call_", 24);
-        fc = cJSON_CreateObject();
-        cJSON_AddStringToObject(fc, "id", fid);
-        cJSON_AddStringToObject(fc, "type", "function_call");
-        cJSON_AddStringToObject(fc, "status", "completed");
-        cJSON_AddStringToObject(fc, "call_id", cid);
-        cJSON_AddStringToObject(fc, "name", tool);
-        cJSON_AddItemToObject(fc, "arguments", args_json(code->valuestring));
-        cJSON_AddItemToArray(out, fc);
-    }
-    if (!todo->child) {
+    cJSON_ArrayForEach(code, codes)
+        cJSON_AddItemToArray(out, responses_call(tool, args_json(code->valuestring)));
+    if (t->call_name)
+        cJSON_AddItemToArray(out, responses_call(t->call_name,
+                                                 cJSON_CreateString(t->call_args ? t->call_args
+                                                                                 : "{}")));
+    if (t->text || !out->child) {
         cJSON *m = cJSON_CreateObject(), *content, *part;
-        char mid[64], *text = answer_text(c);
+        char mid[64];
+        const char *text = t->text;
         shim_id_make(mid, sizeof(mid), "msg_", 48);
         cJSON_AddStringToObject(m, "id", mid);
         cJSON_AddStringToObject(m, "type", "message");
@@ -221,7 +270,6 @@ static cJSON *responses_reply(const cJSON *req, const char *tool, const cJSON *t
         cJSON_AddArrayToObject(part, "logprobs");
         cJSON_AddItemToArray(content, part);
         cJSON_AddItemToArray(out, m);
-        free(text);
     }
     cJSON_AddTrueToObject(r, "parallel_tool_calls");
     cJSON_AddNumberToObject(r, "temperature", 1);
@@ -244,15 +292,14 @@ static cJSON *responses_reply(const cJSON *req, const char *tool, const cJSON *t
     return r;
 }
 
-static cJSON *chat_reply(const cJSON *req, const char *tool, const cJSON *todo,
-                         const struct convo *c)
+static cJSON *chat_reply(const cJSON *req, const char *tool, const struct shim_offline_turn *t,
+                         long long in_tok)
 {
-    cJSON *r = cJSON_CreateObject(), *choices, *ch, *msg, *tcs = NULL, *u;
-    const cJSON *code;
+    cJSON *r = cJSON_CreateObject(), *choices, *ch, *msg, *tcs = cJSON_CreateArray(), *u;
+    const cJSON *code, *codes = tool ? t->codes : NULL;
     char id[64];
     const char *model = shim_json_str(req, "model");
     int made;
-    long long in_tok = (long long)(c->items * 12 + strlen(c->user) / 4);
 
     shim_id_make(id, sizeof(id), "chatcmpl-", 29);
     cJSON_AddStringToObject(r, "id", id);
@@ -264,32 +311,21 @@ static cJSON *chat_reply(const cJSON *req, const char *tool, const cJSON *todo,
     cJSON_AddNumberToObject(ch, "index", 0);
     msg = cJSON_AddObjectToObject(ch, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
-    cJSON_ArrayForEach(code, todo)
-    {
-        cJSON *t, *fn;
-        char cid[64];
-        if (!tcs)
-            tcs = cJSON_CreateArray();
-        shim_id_make(cid, sizeof(cid), "call_", 24);
-        t = cJSON_CreateObject();
-        cJSON_AddStringToObject(t, "id", cid);
-        cJSON_AddStringToObject(t, "type", "function");
-        fn = cJSON_AddObjectToObject(t, "function");
-        cJSON_AddStringToObject(fn, "name", tool);
-        cJSON_AddItemToObject(fn, "arguments", args_json(code->valuestring));
-        cJSON_AddItemToArray(tcs, t);
-    }
-    made = tcs != NULL;
-    if (made) {
+    cJSON_ArrayForEach(code, codes)
+        cJSON_AddItemToArray(tcs, chat_call(tool, args_json(code->valuestring)));
+    if (t->call_name)
+        cJSON_AddItemToArray(tcs, chat_call(t->call_name, cJSON_CreateString(t->call_args ?
+                                                                             t->call_args : "{}")));
+    made = tcs->child != NULL;
+    if (t->text || !made)
+        cJSON_AddStringToObject(msg, "content", t->text ? t->text : "");
+    else
         cJSON_AddNullToObject(msg, "content");
-        cJSON_AddNullToObject(msg, "refusal");
+    cJSON_AddNullToObject(msg, "refusal");
+    if (made)
         cJSON_AddItemToObject(msg, "tool_calls", tcs);
-    } else {
-        char *text = answer_text(c);
-        cJSON_AddStringToObject(msg, "content", text ? text : "");
-        cJSON_AddNullToObject(msg, "refusal");
-        free(text);
-    }
+    else
+        cJSON_Delete(tcs);
     cJSON_AddNullToObject(ch, "logprobs");
     cJSON_AddStringToObject(ch, "finish_reason", made ? "tool_calls" : "stop");
     cJSON_AddItemToArray(choices, ch);
@@ -303,17 +339,51 @@ static cJSON *chat_reply(const cJSON *req, const char *tool, const cJSON *todo,
 cJSON *shim_offline_reply(enum shim_api api, const cJSON *req)
 {
     struct convo *c = malloc(sizeof(*c));
+    struct shim_offline_turn t;
     const char *tool;
     cJSON *todo, *r;
+    char *text = NULL;
 
     if (!c)
         return NULL;
     read_convo(req, api, c);
     tool = code_tool(req, api);
     todo = plan(tool, c, strstr(c->user, "[parallel]") != NULL);
-    r = api == SHIM_API_CHAT ? chat_reply(req, tool, todo, c)
-                             : responses_reply(req, tool, todo, c);
+    memset(&t, 0, sizeof(t));
+    t.codes = todo;
+    if (!todo->child)
+        t.text = text = answer_text(c);
+    r = api == SHIM_API_CHAT ? chat_reply(req, tool, &t, input_tokens(c))
+                             : responses_reply(req, tool, &t, input_tokens(c));
+    free(text);
     cJSON_Delete(todo);
     free(c);
     return r;
+}
+
+cJSON *shim_offline_shape(enum shim_api api, const cJSON *req, const struct shim_offline_turn *t)
+{
+    struct convo *c = malloc(sizeof(*c));
+    cJSON *r;
+
+    if (!c)
+        return NULL;
+    read_convo(req, api, c);
+    r = api == SHIM_API_CHAT ? chat_reply(req, code_tool(req, api), t, input_tokens(c))
+                             : responses_reply(req, code_tool(req, api), t, input_tokens(c));
+    free(c);
+    return r;
+}
+
+const char *shim_offline_user_text(const cJSON *req, enum shim_api api, char *out, size_t outsz)
+{
+    struct convo *c = malloc(sizeof(*c));
+
+    out[0] = '\0';
+    if (!c)
+        return out;
+    read_convo(req, api, c);
+    snprintf(out, outsz, "%s", c->user);
+    free(c);
+    return out;
 }

@@ -17,4 +17,19 @@
 /* The reply to upstream request req (caller owns), or NULL. */
 cJSON *shim_offline_reply(enum shim_api api, const cJSON *req);
 
+/* One turn of a model that says what to answer (the scripted model):
+ * calls of codeshim's tool with each of codes (strings; none when req
+ * offers no such tool), a call of the program's tool call_name with
+ * call_args (JSON text; "{}" when NULL), and a message of text (also when
+ * there is nothing else to answer). */
+struct shim_offline_turn {
+    const cJSON *codes;
+    const char *text;
+    const char *call_name, *call_args;
+};
+/* That turn as a reply of req's API (caller owns), or NULL. */
+cJSON *shim_offline_shape(enum shim_api api, const cJSON *req, const struct shim_offline_turn *t);
+/* The text of the last user message of upstream request req, into out. */
+const char *shim_offline_user_text(const cJSON *req, enum shim_api api, char *out, size_t outsz);
+
 #endif

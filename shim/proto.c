@@ -74,10 +74,8 @@ int shim_proto_recv(int fd, cJSON **out, int timeout_ms)
     int rc = shim_frame_recv(fd, &b, SHIM_PROTO_MAX, shim_clock_ms() + timeout_ms);
 
     *out = NULL;
-    if (!rc)
-        rc = shim_proto_check_shape(b.data, b.len);
-    if (!rc) {
-        *out = shim_json_parse(b.data, b.len);
+    if (!rc) { /* measured before it costs a tree */
+        *out = shim_json_parse_within(b.data, b.len, SHIM_PROTO_MAX_NODES, SHIM_PROTO_MAX_DEPTH);
         if (!cJSON_IsObject(*out)) {
             cJSON_Delete(*out);
             *out = NULL;

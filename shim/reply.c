@@ -27,3 +27,12 @@ void shim_http_reply_local(struct shim_http_reply *r, long status, const char *j
                   status, status == 200 ? "OK" : "Error");
     shim_buf_adds(&r->body, json);
 }
+
+void shim_http_reply_header(struct shim_http_reply *r, const char *line)
+{
+    if (r->head.len < 2 || memcmp(r->head.data + r->head.len - 2, "\r\n", 2))
+        return;
+    r->head.len -= 2; /* before the blank line that ends the head */
+    r->head.data[r->head.len] = '\0';
+    shim_buf_addf(&r->head, "%s\r\n\r\n", line);
+}

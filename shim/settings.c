@@ -56,6 +56,15 @@ const struct shim_setting shim_settings[] = {
      "save each upstream exchange in this directory"},
     {"CODESHIM_REPLAY", SHIM_SET_STR, F(replay_dir), 0, 0, 0, "", 0, 0,
      "answer upstream calls from this directory; no network"},
+    {"CODESHIM_CASSETTE", SHIM_SET_STR, F(cassette), 0, 0, 0, "", 0, 0,
+     "a cassette (file or folder) of upstream exchanges to replay and record"},
+    {"CODESHIM_RECORD_MODE", SHIM_SET_WORD, F(record_mode), 0, 0, 0, "once|new|none|all", 0, 0,
+     "once: record only into a new cassette; new: record what is missing; none: replay only; "
+     "all: record everything"},
+    {"CODESHIM_MATCH_IGNORE", SHIM_SET_STR, F(match_ignore), 0, 0, 0, "", 0, 0,
+     "request fields a cassette does not match on (comma-separated dot paths)"},
+    {"CODESHIM_SCRIPT", SHIM_SET_STR, F(script), 0, 0, 0, "", 0, 0,
+     "a YAML script of the model's answers: a deterministic model for tests"},
     {"CODESHIM_TRACE", SHIM_SET_STR, F(trace_file), 0, 0, 0, "", 0, 0,
      "append JSON Lines trace events to this file"},
     {"CODESHIM_SESSION_TTL", SHIM_SET_NUM, F(session_ttl_s), 900, 1, SHIM_SESSION_TTL_MAX,
@@ -216,7 +225,9 @@ static int read_number(const struct shim_setting *s, const char *v, long long *o
     char *end;
 
     errno = 0;
-    if (strchr(v, '-') && s->kind == SHIM_SET_SIZE)
+    /* digits, and for a number a leading '-': no blanks, '+' or hex */
+    if (!(v[0] >= '0' && v[0] <= '9') &&
+        !(s->kind == SHIM_SET_NUM && v[0] == '-' && v[1] >= '0' && v[1] <= '9'))
         return -EINVAL;
     if (s->kind == SHIM_SET_NUM) {
         long long x = strtoll(v, &end, 10);
@@ -324,6 +335,35 @@ static void fallback(const struct shim_setting *s, char *out, size_t outsz)
         snprintf(out, outsz, "using %s", d);
     } else
         snprintf(out, outsz, "using the default");
+}
+
+void shim_setting_describe(const struct shim_setting *s, char *def, char *range, size_t n)
+{
+    char lo[32], hi[32];
+
+    range[0] = '\0';
+    switch (s->kind) {
+    case SHIM_SET_BOOL:
+        snprintf(def, n, "%s", s->def ? "on" : "off");
+        break;
+    case SHIM_SET_NUM:
+    case SHIM_SET_SIZE:
+        if (s->def == DEF_BY_CORES)
+            snprintf(def, n, "2 x cores");
+        else
+            fmt_value(s, s->def, def, n);
+        fmt_value(s, s->lo, lo, sizeof(lo));
+        fmt_value(s, s->hi, hi, sizeof(hi));
+        snprintf(range, n, "%s..%s", lo, hi);
+        break;
+    case SHIM_SET_WORD:
+    case SHIM_SET_LEVEL:
+        word_at(s, s->kind == SHIM_SET_LEVEL ? s->def : 0, def, n);
+        snprintf(range, n, "%s", s->text);
+        break;
+    default:
+        snprintf(def, n, "%s", s->text && s->text[0] ? s->text : "unset");
+    }
 }
 
 int shim_setting_check(const struct shim_setting *s, const char *v, char *why, size_t whysz)

@@ -28,6 +28,10 @@ struct shim_config {
     char record_dir[SHIM_PATH_MAX]; /* CODESHIM_RECORD */
     char replay_dir[SHIM_PATH_MAX]; /* CODESHIM_REPLAY */
     char trace_file[SHIM_PATH_MAX]; /* CODESHIM_TRACE */
+    char cassette[SHIM_PATH_MAX];   /* CODESHIM_CASSETTE (cassette.h) */
+    char record_mode[8];            /* CODESHIM_RECORD_MODE: once|new|none|all */
+    char match_ignore[1024];        /* CODESHIM_MATCH_IGNORE (match.h) */
+    char script[SHIM_PATH_MAX];     /* CODESHIM_SCRIPT (script.h) */
     int session_ttl_s;             /* CODESHIM_SESSION_TTL: idle seconds */
     int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
     char runtime_dir[SHIM_PATH_MAX]; /* session store (see store.h) */
@@ -130,6 +134,10 @@ int shim_setting_bool(const char *v);
  * default it falls back to; secrets are never quoted). */
 int shim_setting_check(const struct shim_setting *s, const char *v, char *why,
                        size_t whysz);
+
+/* Its default and the values it takes ("1..1000", "64M..1T",
+ * "local|e2b"; "" for text), as people read them, n bytes each. */
+void shim_setting_describe(const struct shim_setting *s, char *def, char *range, size_t n);
 
 /* The nearest setting name to a misspelt CODESHIM_* name (an edit
  * distance of at most a third of its length), or NULL. */

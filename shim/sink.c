@@ -230,6 +230,27 @@ static CURLcode rec_begin(struct shim_sink *s, long status, long http_version,
     return rc;
 }
 
+/* The seconds of a "Retry-After: N" line of head (0 for none, or for the
+ * HTTP-date form), as CURLINFO_RETRY_AFTER gives them. */
+static curl_off_t retry_after(const char *p, const char *end)
+{
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+        if (header_named(p, n, "Retry-After")) {
+            const char *v = p + 12;
+            curl_off_t x = 0;
+            while (v < p + n && (*v == ' ' || *v == '\t'))
+                v++;
+            for (; v < p + n && *v >= '0' && *v <= '9' && x < 1000000000; v++)
+                x = x * 10 + (*v - '0');
+            return x;
+        }
+        p += n;
+    }
+    return 0;
+}
+
 CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
                          const char *upstream_head, size_t head_len,
                          const char *content_type, long long body_len)
@@ -257,6 +278,7 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     s->info.size_upload = (curl_off_t)s->v->body_len;
     s->info.size_download = 0;
     s->info.header_size = (long)block.len;
+    s->info.retry_after = retry_after(p, end);
     s->info.total_time = shim_clock_s() - s->t0;
     publish(s); /* before the first callback: the program may ask getinfo */
     while (p < end && s->rc == CURLE_OK) {

@@ -96,6 +96,8 @@ void shim_trace_upstream(const char *req_id, int turn, int chat,
     f = cJSON_CreateObject();
     cJSON_AddNumberToObject(f, "turn", turn);
     cJSON_AddNumberToObject(f, "seconds", rep->seconds);
+    if (rep->source[0])
+        cJSON_AddStringToObject(f, "source", rep->source);
     if (rc != CURLE_OK) {
         cJSON_AddStringToObject(f, "error", errbuf);
         cJSON_AddNumberToObject(f, "curl_code", rc);

@@ -7,14 +7,20 @@
 #include "guard.h"
 #include "json.h"
 #include "log.h"
+#include "match.h"
 #include "offline.h"
+#include "script.h"
+#include "store.h"
+#include "yamljson.h"
 #include "sse.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define HEAD_CAP (256 * 1024)
 
@@ -53,6 +59,8 @@ struct shim_upstream {
     struct shim_sse sse;
     shim_upstream_event_fn fn;
     void *fn_ctx;
+    int keep_stream;  /* a stream's bytes are kept in the reply: recording */
+    cJSON *match;     /* what a cassette matches the next call on (match.h) */
 };
 
 static int is_sse_type(const char *ct)
@@ -77,7 +85,7 @@ static int stream_bytes(struct shim_upstream *u, const char *p, size_t n)
         return -1;
     }
     u->stotal += n;
-    if (u->cfg->record_dir[0] && shim_buf_add(&u->cur->body, p, n)) {
+    if (u->keep_stream && shim_buf_add(&u->cur->body, p, n)) {
         u->swhy = SW_TOTAL;
         return -1;
     }
@@ -225,6 +233,7 @@ static CURLcode offline_post(struct shim_upstream *u, const char *body, size_t l
     char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
 
     (void)errbuf;
+    snprintf(r->source, sizeof(r->source), "offline");
     if (text)
         shim_http_reply_local(r, 200, text);
     else
@@ -245,8 +254,10 @@ static CURLcode replay_post(struct shim_upstream *u, const char *body, size_t le
     (void)errbuf;
     shim_cassette_key(u->url, body, len, key, &occ);
     rc = shim_cassette_load(u->cfg->replay_dir, key, occ, r, u->max_response);
-    if (rc == 0)
+    if (rc == 0) {
+        snprintf(r->source, sizeof(r->source), "replay %.140s", u->cfg->replay_dir);
         return CURLE_OK;
+    }
     shim_http_reply_init(r, HEAD_CAP, u->max_response);
     LOG_ERR("replay: no recorded exchange %s (occurrence %d) in %s", key, occ,
             u->cfg->replay_dir);
@@ -293,6 +304,7 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
     CURLcode rc;
 
     u->cur = r;
+    snprintf(r->source, sizeof(r->source), "network");
     shim_guard_enter();
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
@@ -335,11 +347,9 @@ static CURLcode network_post_stream(struct shim_upstream *u, const char *body, s
 }
 
 /* A recorded stream is parsed from the file as the network's would be. */
-static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, size_t len,
-                                   struct shim_http_reply *r, char *errbuf)
+static CURLcode feed_recorded(struct shim_upstream *u, CURLcode rc, struct shim_http_reply *r,
+                              char *errbuf)
 {
-    CURLcode rc = replay_post(u, body, len, r, errbuf);
-
     if (rc != CURLE_OK || r->status < 200 || r->status >= 300 || !is_sse_type(r->content_type))
         return rc;
     u->smode = SM_SSE;
@@ -356,15 +366,252 @@ static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, si
     return CURLE_OK;
 }
 
+static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                   struct shim_http_reply *r, char *errbuf)
+{
+    return feed_recorded(u, replay_post(u, body, len, r, errbuf), r, errbuf);
+}
+
+/* An OpenAI-shaped error answer that codeshim makes (a cassette's miss,
+ * the script's). */
+static void error_reply(struct shim_http_reply *r, long status, const char *type,
+                        const char *code, const char *message)
+{
+    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
+    char *text;
+
+    cJSON_AddStringToObject(o, "message", message);
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddNullToObject(o, "param");
+    if (code)
+        cJSON_AddStringToObject(o, "code", code);
+    else
+        cJSON_AddNullToObject(o, "code");
+    text = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    shim_http_reply_local(r, status, text ? text : "{}");
+    free(text);
+}
+
+/* CODESHIM_CASSETTE: replay what matches; past that, by the record mode,
+ * ask the network and record its answer, or answer the near miss. */
+static void cassette_miss(struct shim_upstream *u, const char *why, struct shim_http_reply *r)
+{
+    char msg[900];
+
+    snprintf(msg, sizeof(msg), "codeshim cassette (record mode %s): %s", u->cfg->record_mode,
+             why);
+    LOG_ERR("%s", msg);
+    shim_http_reply_init(r, HEAD_CAP, u->max_response);
+    error_reply(r, 500, "codeshim_replay_miss", "replay_miss", msg);
+}
+
+static CURLcode cassette_call(struct shim_upstream *u, const char *body, size_t len,
+                              struct shim_http_reply *r, char *errbuf, int stream)
+{
+    const char *path = u->cfg->cassette, *mode = u->cfg->record_mode;
+    char why[700];
+    int idx = 0, rc = -ENOENT, all = !strcmp(mode, "all");
+    int may_record = all || !strcmp(mode, "new") ||
+                     (!strcmp(mode, "once") && !shim_cassette_existed(path));
+    CURLcode crc;
+
+    if (!u->match && !(u->match = shim_match_doc(NULL, NULL, NULL)))
+        return CURLE_OUT_OF_MEMORY;
+    if (!all)
+        rc = shim_cassette_find(path, u->url, u->match, r, u->max_response, &idx, why,
+                                sizeof(why));
+    if (rc == 0) {
+        snprintf(r->source, sizeof(r->source), "cassette %.120s #%d", path, idx);
+        LOG_INFO("upstream call answered from the cassette %s, exchange %d", path, idx);
+        return stream ? feed_recorded(u, CURLE_OK, r, errbuf) : CURLE_OK;
+    }
+    if (rc == -EPROTO || !may_record) {
+        cassette_miss(u, why, r);
+        return CURLE_OK;
+    }
+    u->keep_stream = 1;
+    crc = stream ? network_post_stream(u, body, len, r, errbuf)
+                 : network_post(u, body, len, r, errbuf);
+    u->keep_stream = u->cfg->record_dir[0] != '\0';
+    if (crc != CURLE_OK)
+        return crc;
+    if ((rc = shim_cassette_add(path, u->url, u->match, body, len, r, &idx)) < 0)
+        LOG_WARN("cassette %s: cannot record the exchange: %s", path, strerror(-rc));
+    else {
+        snprintf(r->source, sizeof(r->source), "network, recorded as cassette %.100s #%d",
+                 path, idx);
+        LOG_INFO("upstream call recorded in the cassette %s as exchange %d", path, idx);
+    }
+    return CURLE_OK;
+}
+
+static CURLcode cassette_post(struct shim_upstream *u, const char *body, size_t len,
+                              struct shim_http_reply *r, char *errbuf)
+{
+    return cassette_call(u, body, len, r, errbuf, 0);
+}
+
+static CURLcode cassette_post_stream(struct shim_upstream *u, const char *body, size_t len,
+                                     struct shim_http_reply *r, char *errbuf)
+{
+    return cassette_call(u, body, len, r, errbuf, 1);
+}
+
+/* ---- CODESHIM_SCRIPT: the scripted model (script.h) ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    int loaded;
+    struct shim_script *s;
+    char err[512];
+} g_script = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, ""};
+
+#define SCRIPT_MAX_BYTES (4u << 20)
+
+/* The script, read and parsed once per process (lock held). */
+static struct shim_script *script_load(const char *path)
+{
+    char *text = NULL, why[400] = "";
+    size_t len = 0;
+    cJSON *doc = NULL;
+    int rc;
+
+    if (g_script.loaded)
+        return g_script.s;
+    g_script.loaded = 1;
+    rc = shim_store_read_all(path, SCRIPT_MAX_BYTES, &text, &len);
+    if (rc < 0)
+        snprintf(why, sizeof(why), "cannot read it: %s", strerror(-rc));
+    else if (!(doc = shim_yaml_to_json(text, len, why, sizeof(why))))
+        ;
+    else if (shim_script_parse(doc, &g_script.s, why, sizeof(why)) < 0)
+        g_script.s = NULL;
+    free(text);
+    cJSON_Delete(doc);
+    if (!g_script.s) {
+        snprintf(g_script.err, sizeof(g_script.err), "CODESHIM_SCRIPT=%.128s: %s", path, why);
+        LOG_ERR("%s", g_script.err);
+    }
+    return g_script.s;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&t, &t) < 0 && errno == EINTR)
+        ;
+}
+
+/* A turn that fails: an error status (with Retry-After), or a cut. */
+static CURLcode script_fail(const struct shim_script_turn *t, size_t i,
+                            struct shim_http_reply *r, char *errbuf)
+{
+    char line[64];
+
+    if (t->cut) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "codeshim script: turn %zu cuts the connection", i + 1);
+        return CURLE_PARTIAL_FILE;
+    }
+    error_reply(r, t->status, t->status == 429 ? "requests" : t->status >= 500
+                ? "server_error" : "invalid_request_error",
+                t->status == 429 ? "rate_limit_exceeded" : NULL,
+                t->error ? t->error : "codeshim script: an error answer");
+    if (t->retry_after >= 0) {
+        snprintf(line, sizeof(line), "Retry-After: %ld", t->retry_after);
+        shim_http_reply_header(r, line);
+    }
+    return CURLE_OK;
+}
+
+static CURLcode script_post(struct shim_upstream *u, const char *body, size_t len,
+                            struct shim_http_reply *r, char *errbuf)
+{
+    cJSON *req = shim_json_parse(body, len), *rep = NULL;
+    const struct shim_script_turn *t = NULL;
+    struct shim_script *s;
+    char user[2048], msg[2400];
+    size_t i = 0;
+    int rc = -ENOENT;
+    char *text;
+
+    shim_offline_user_text(req, u->kind, user, sizeof(user));
+    pthread_mutex_lock(&g_script.lock);
+    s = script_load(u->cfg->script);
+    if (s && (rc = shim_script_take(s, user, &i)) == 0)
+        t = &s->turns[i]; /* the script lives as long as the process */
+    pthread_mutex_unlock(&g_script.lock);
+    if (!t) {
+        if (!s)
+            snprintf(msg, sizeof(msg), "codeshim script: %s", g_script.err);
+        else
+            snprintf(msg, sizeof(msg), "codeshim script: no turn is left for this request "
+                     "(%zu turns, each taken or not matching the last user text \"%.200s\")",
+                     s->n, user);
+        if (s)
+            LOG_ERR("%s", msg);
+        error_reply(r, 500, "codeshim_script", "script_miss", msg);
+        cJSON_Delete(req);
+        return CURLE_OK;
+    }
+    snprintf(r->source, sizeof(r->source), "script %.130s #%zu", u->cfg->script, i + 1);
+    LOG_INFO("upstream call answered by turn %zu of the script %s", i + 1, u->cfg->script);
+    if (t->delay_ms)
+        sleep_ms(t->delay_ms);
+    if (t->status || t->cut) {
+        cJSON_Delete(req);
+        return script_fail(t, i, r, errbuf);
+    }
+    {
+        struct shim_offline_turn ot = {t->codes, t->say, t->call_name, t->call_args};
+        rep = req ? shim_offline_shape(u->kind, req, &ot) : NULL;
+    }
+    text = rep ? cJSON_PrintUnformatted(rep) : NULL;
+    if (text)
+        shim_http_reply_local(r, 200, text);
+    else
+        error_reply(r, 500, "server_error", NULL, "codeshim script: out of memory");
+    free(text);
+    cJSON_Delete(rep);
+    cJSON_Delete(req);
+    return CURLE_OK;
+}
+
 static const struct transport network = {"network", network_post, network_post_stream};
+static const struct transport script = {"script", script_post, NULL};
 static const struct transport offline = {"offline", offline_post, NULL};
 static const struct transport replay = {"replay", replay_post, replay_post_stream};
+static const struct transport cassette = {"cassette", cassette_post, cassette_post_stream};
 
 static const struct transport *choose(const struct shim_config *cfg)
 {
     if (cfg->offline)
         return &offline;
+    if (cfg->script[0])
+        return &script;
+    if (cfg->cassette[0])
+        return &cassette;
     return cfg->replay_dir[0] ? &replay : &network;
+}
+
+/* A cassette that replays only needs no network handle. */
+static int needs_network(const struct shim_upstream *u)
+{
+    if (u->t == &network)
+        return 1;
+    if (u->t != &cassette)
+        return 0;
+    return strcmp(u->cfg->record_mode, "none") &&
+           (strcmp(u->cfg->record_mode, "once") || !shim_cassette_existed(u->cfg->cassette));
+}
+
+void shim_upstream_set_match(struct shim_upstream *u, const cJSON *req, const cJSON *calls)
+{
+    if (u->t != &cassette)
+        return;
+    cJSON_Delete(u->match);
+    u->match = shim_match_doc(req, calls, u->cfg->match_ignore);
 }
 
 int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
@@ -382,11 +629,12 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     u->max_response = u->cfg->max_response;
     u->url = strdup(v->url ? v->url : "");
     u->t = choose(u->cfg);
+    u->keep_stream = u->cfg->record_dir[0] != '\0';
     if (!u->url) {
         free(u);
         return -ENOMEM;
     }
-    if (u->t != &network) { /* no handle: nothing goes on the network */
+    if (!needs_network(u)) { /* no handle: nothing goes on the network */
         *out = u;
         return 0;
     }
@@ -467,7 +715,7 @@ CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max
 
     shim_http_reply_init(r, HEAD_CAP, max);
     errbuf[0] = '\0';
-    if (u->t != &network) {
+    if (!u->h) {
         shim_http_reply_local(r, 404, "{\"error\":{\"message\":\"codeshim is offline or "
                                       "replaying: no Files API to fetch from\",\"type\":"
                                       "\"invalid_request_error\",\"param\":null,\"code\":null}}");
@@ -539,6 +787,7 @@ void shim_upstream_close(struct shim_upstream *u)
     if (u->headers)
         u->api->slist_free_all(u->headers);
     shim_guard_leave();
+    cJSON_Delete(u->match);
     free(u->url);
     free(u);
 }

@@ -56,6 +56,10 @@ CURLcode shim_upstream_post_stream(struct shim_upstream *u, const char *body, si
  * the body capped at max bytes. Like post; offline and replay answer 404. */
 CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max,
                            struct shim_http_reply *r, char *errbuf);
+/* What a cassette matches the next calls on (match.h): the program's
+ * request and the calls of codeshim's tool made so far (code, output).
+ * Nothing when no cassette is in use. */
+void shim_upstream_set_match(struct shim_upstream *u, const cJSON *req, const cJSON *calls);
 void shim_upstream_close(struct shim_upstream *u);
 
 #endif

@@ -175,9 +175,8 @@ int shim_e2b_ndjson_line(struct shim_e2b_ndjson *p, const char *line, size_t len
 
     while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
         len--;
-    if (!len || !shim_json_fits(line, len, LINE_VALUES, LINE_DEPTH))
+    if (!len || !(o = shim_json_parse_within(line, len, LINE_VALUES, LINE_DEPTH)))
         return 0;
-    o = shim_json_parse(line, len);
     type = cJSON_IsObject(o) ? shim_json_str(o, "type") : NULL;
     if (!type)
         ;

@@ -47,9 +47,9 @@ static cJSON *parse_part(const unsigned char *p, size_t n, size_t max,
 {
     cJSON *j;
 
-    if (n > max || !shim_json_fits((const char *)p, n, max_values, max_depth))
+    if (n > max)
         return NULL;
-    j = cJSON_ParseWithLength((const char *)p, n);
+    j = shim_json_parse_within((const char *)p, n, max_values, max_depth);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return NULL;

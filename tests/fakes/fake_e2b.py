@@ -90,6 +90,9 @@ codeshim's own cells, whose code starts with "# codeshim:"):
     list_page_cap = N           list pages hold at most N sandboxes, however
                                 many the limit asks (a client must follow
                                 X-Next-Token rather than count on full pages)
+    templates = {"a", ...}      only these templateIDs can be created
+                                from; another gets 400 "template ... not
+                                found" (default None: any)
 """
 
 import ast
@@ -451,6 +454,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _create(self, fake, body):
         if not isinstance(body, dict) or not isinstance(body.get("templateID"), str):
             return self._err(400, "templateID is required")
+        if fake.templates is not None and body["templateID"] not in fake.templates:
+            return self._err(400, "template '%s' not found" % body["templateID"])
         t = body.get("timeout", 15)
         # packages/api/internal/handlers/timeout_helper.go (validateAndParseTimeout,
         # called by sandbox_create.go): more than 0, and at most the team's
@@ -664,6 +669,7 @@ class FakeE2B:
         self.rate_limited = 0
         self.rate_limit_retry_after = 1
         self.exec_502_after_create = 0
+        self.templates = None
         self.keepalive_s = 5.0
         self.truncate_next_exec = False
         self.vanish_after_exec = False

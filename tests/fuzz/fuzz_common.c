@@ -7,6 +7,7 @@
 #include "offline.h"
 #include "stream.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -992,12 +993,53 @@ static void json_walk(const cJSON *node, int depth)
     }
 }
 
+/* Values in a tree, and its deepest level of arrays and objects. */
+static void tree_size(const cJSON *node, int depth, size_t *values, int *deepest)
+{
+    const cJSON *it;
+
+    ++*values;
+    if (!cJSON_IsArray(node) && !cJSON_IsObject(node))
+        return;
+    if (depth + 1 > *deepest)
+        *deepest = depth + 1;
+    for (it = node->child; it; it = it->next)
+        tree_size(it, depth + 1, values, deepest);
+}
+
+/* The budget counted on the text bounds the tree cJSON builds from it (a
+ * small one picked by the hash, so it is often crossed), and the strict
+ * reading refuses exactly the texts past the full budget. */
+static void json_budget(const struct fuzz_input *in)
+{
+    const char *p = (const char *)in->p;
+    size_t max_values = 1 + in->h % 300, values = 0;
+    int max_depth = (int)((in->h >> 20) % 12), deepest = 0, rc, fits;
+    struct shim_json_flaw why;
+    cJSON *j = shim_json_parse_within(p, in->n, max_values, max_depth);
+
+    if (j) {
+        tree_size(j, 0, &values, &deepest);
+        if (values > max_values || deepest > max_depth)
+            fuzz_invalid("json-budget", "a tree of %zu values %d deep within %zu and %d",
+                         values, deepest, max_values, max_depth);
+        cJSON_Delete(j);
+    }
+    j = NULL;
+    rc = shim_json_read(p, in->n, &j, &why);
+    cJSON_Delete(j);
+    fits = shim_json_fits(p, in->n, SHIM_JSON_MAX_VALUES, SHIM_JSON_MAX_DEPTH);
+    if ((rc == -E2BIG) == fits || (rc == -E2BIG && !why.big))
+        fuzz_invalid("json-budget", "read %d, fits %d", rc, fits);
+}
+
 void fuzz_json_helpers(const struct fuzz_input *in)
 {
     const char *saved = fuzz_target;
     int i;
 
     fuzz_target = "json";
+    json_budget(in);
     for (i = 0; i < in->ndocs; i++) {
         cJSON *dup = cJSON_Duplicate(in->doc[i], 1);
         json_walk(in->doc[i], 0);

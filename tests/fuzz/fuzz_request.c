@@ -37,6 +37,14 @@ static void classify(const struct fuzz_input *in)
                            fuzz_pick(in, 21, 2) ? (size_t)1 << 20 : in->n / 2);
     for (i = 0; i < in->ndocs; i++)
         shim_classify_body(in->doc[i]);
+    { /* why it would be passed through: the whole body read, capped */
+        struct shim_pass_why w;
+        shim_classify_explain(1, methods[fuzz_pick(in, 22, 4) + 1], body, in->n,
+                              fuzz_pick(in, 23, 2) ? (size_t)1 << 20 : in->n / 2, &w);
+        shim_classify_explain(1, "POST", s, SHIM_BODY_STRING, (size_t)1 << 20, &w);
+        if (strlen(w.text) >= sizeof(w.text))
+            __builtin_trap();
+    }
     free(s);
     free(body);
 }

@@ -202,7 +202,7 @@ def test_library_path_with_space_is_refused(tmp_path):
     (["--log-file", "/tmp/cs.log"], "CODESHIM_LOG_FILE", "/tmp/cs.log"),
     (["--trace", "/tmp/cs.jsonl"], "CODESHIM_TRACE", "/tmp/cs.jsonl"),
     (["--record", "/tmp/rec"], "CODESHIM_RECORD", "/tmp/rec"),
-    (["--replay=/tmp/rec"], "CODESHIM_REPLAY", "/tmp/rec"),
+    (["--replay=/tmp"], "CODESHIM_REPLAY", "/tmp"),
     (["--sandbox", "local"], "CODESHIM_SANDBOX", "local"),
     (["--sandbox", "e2b"], "CODESHIM_SANDBOX", "e2b"),
     (["--python", "/usr/bin/python3"], "CODESHIM_PYTHON", "/usr/bin/python3"),
@@ -222,14 +222,14 @@ def test_no_options_set_no_variables():
 def test_all_options_together():
     got = child_env("--offline", "--max-loops", "3", "--timeout", "9", "--output-cap",
                     "4096", "--log", "info", "--log-file", "/tmp/l", "--trace", "/tmp/t",
-                    "--record", "/tmp/r", "--replay", "/tmp/p", "--sandbox", "local",
+                    "--record", "/tmp/r", "--replay", "/tmp", "--sandbox", "local",
                     "--python", "/usr/bin/python3")
     assert {k: v for k, v in got.items() if k.startswith("CODESHIM_")} == {
         "CODESHIM_OFFLINE": "1", "CODESHIM_MAX_LOOPS": "3",
         "CODESHIM_EXEC_TIMEOUT": "9", "CODESHIM_OUTPUT_CAP": "4096",
         "CODESHIM_LOG": "info", "CODESHIM_LOG_FILE": "/tmp/l",
         "CODESHIM_TRACE": "/tmp/t", "CODESHIM_RECORD": "/tmp/r",
-        "CODESHIM_REPLAY": "/tmp/p", "CODESHIM_SANDBOX": "local",
+        "CODESHIM_REPLAY": "/tmp", "CODESHIM_SANDBOX": "local",
         "CODESHIM_PYTHON": "/usr/bin/python3"}
 
 
@@ -241,6 +241,7 @@ def test_option_overrides_inherited_variable():
 
 
 def test_relative_paths_become_absolute(tmp_path):
+    (tmp_path / "rep").mkdir()
     got = child_env("--trace", "t.jsonl", "--log-file", "sub/log", "--record", "rec",
                     "--replay", "./rep", "--python", "venv/bin/python", cwd=tmp_path)
     assert got["CODESHIM_TRACE"] == "%s/t.jsonl" % tmp_path
@@ -276,6 +277,104 @@ def test_bad_values_are_2(opts, words):
     assert rc == 2 and out == ""          # env never ran
     assert words in err
     assert opts[0].split("=")[0] in err
+
+
+# An option whose value was forgotten must not swallow the next option (a
+# trace file named "--" and PROGRAM run without the "--" meant).
+@pytest.mark.parametrize("opt", ["--trace", "--log-file", "--record", "--replay", "--lib",
+                                 "--python", "--log", "--sandbox"])
+@pytest.mark.parametrize("nxt", ["--", "--offline", "-x"])
+def test_option_like_value_is_refused(opt, nxt, tmp_path):
+    rc, out, err = cs(opt, nxt, "--", ENV_PROG, cwd=tmp_path)
+    assert rc == 2 and out == "", err
+    assert "codeshim: %s needs a value" % opt in err and "option-like %s" % nxt in err
+    assert "%s=%s" % (opt, nxt) in err          # and how to mean a file of that name
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_option_like_file_name_with_equals_or_dot_slash(tmp_path):
+    got = child_env("--trace=--odd", "--log-file", "./-log", cwd=tmp_path)
+    assert got["CODESHIM_TRACE"] == "%s/--odd" % tmp_path
+    assert got["CODESHIM_LOG_FILE"] == "%s/./-log" % tmp_path
+
+
+def test_replay_needs_an_existing_directory(tmp_path):
+    for where in (tmp_path / "missing", "rel-missing"):
+        rc, out, err = cs("--replay", where, "--", ENV_PROG, cwd=tmp_path)
+        assert rc == 2 and out == ""
+        assert "--replay %s: no such directory" % where in err
+    f = tmp_path / "file"
+    f.write_text("")
+    rc, _, err = cs("--replay=%s" % f, "--", ENV_PROG)
+    assert rc == 2 and "no such directory" in err
+
+
+# ------------------------------------------------ programs LD_PRELOAD misses
+
+STATIC_SRC = '#include <stdio.h>\nint main(void){puts("static ran");return 3;}\n'
+
+
+def build_static(tmp_path):
+    if not Path("/usr/lib/x86_64-linux-gnu/libc.a").exists() and \
+            not Path("/usr/lib/libc.a").exists():
+        pytest.skip("no static libc to link a static program with")
+    src = tmp_path / "s.c"
+    src.write_text(STATIC_SRC)
+    prog = tmp_path / "static-prog"
+    rc, _, err = run(["cc", "-static", "-o", prog, src], preload=False)
+    assert rc == 0, err
+    return prog
+
+
+def test_static_program_warns_and_runs(tmp_path):
+    prog = build_static(tmp_path)
+    rc, out, err = cs("--", prog)
+    assert rc == 3 and out == "static ran\n"
+    assert ("codeshim: warning: %s is statically linked (no program interpreter): "
+            "LD_PRELOAD cannot reach it" % prog) in err
+    assert "running it anyway" in err
+    # found through PATH too
+    rc, out, err = cs("static-prog", env={"PATH": "%s:/usr/bin:/bin" % tmp_path})
+    assert rc == 3 and "%s is statically linked" % prog in err
+
+
+def test_script_with_static_interpreter_warns(tmp_path):
+    prog = build_static(tmp_path)
+    script = tmp_path / "script"
+    script.write_text("#!%s\n" % prog)
+    script.chmod(0o755)
+    rc, out, err = cs(script)
+    assert rc == 3 and out == "static ran\n"
+    assert "the interpreter %s of the script is statically linked" % prog in err
+
+
+def test_dynamic_programs_and_scripts_do_not_warn(tmp_path):
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    for prog in ([ENV_PROG], ["true"], [script]):
+        rc, _, err = cs(*prog)
+        assert rc == 0 and "warning" not in err, (prog, err)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a program setuid to another user takes root")
+@pytest.mark.parametrize("bit, word", [(0o4755, "setuid"), (0o2755, "setgid")])
+def test_setuid_setgid_program_warns_and_runs(tmp_path, bit, word):
+    d = tmp_path / "x"
+    d.mkdir()
+    d.chmod(0o755)
+    prog = d / "id-prog"
+    shutil.copy("/usr/bin/id", prog)
+    os.chown(prog, 65534, 65534)
+    prog.chmod(bit)
+    rc, out, err = cs(prog, "-u")
+    assert rc == 0, err
+    assert ("codeshim: warning: %s is %s: the dynamic loader ignores LD_PRELOAD for it"
+            % (prog, word)) in err
+    assert out.strip() == ("65534" if word == "setuid" else "0")
+    prog.chmod(0o755)                            # the bit alone decides
+    rc, _, err = cs(prog, "-u")
+    assert rc == 0 and "warning" not in err
 
 
 # --------------------------------------------------------------- end to end
@@ -536,3 +635,70 @@ def test_trace_usage_errors_are_2(args):
     rc, _, err = cs("trace", *args)
     assert rc == 2
     assert "usage: codeshim trace" in err or "more than one FILE" in err
+
+
+# ------------------------------------------------ install, manual, README
+
+def test_install_and_uninstall_honour_prefix_and_destdir(tmp_path):
+    dest, prefix = tmp_path / "dest", "/opt/cs"
+    make = ["make", "-s", "--no-print-directory", "-C", REPO,
+            "DESTDIR=%s" % dest, "PREFIX=%s" % prefix]
+    rc, _, err = run(make + ["install"], preload=False, timeout=300)
+    assert rc == 0, err
+    root = dest / prefix.lstrip("/")
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files == ["bin/codeshim", "lib/codeshim/codeshim-sessiond",
+                     "lib/codeshim/libcodeshim.so", "share/man/man1/codeshim.1"]
+    rc, out, err = cs("--", ENV_PROG, launcher=root / "bin" / "codeshim")
+    assert rc == 0 and "LD_PRELOAD=%s/lib/codeshim/libcodeshim.so" % root in out, err
+    (root / "bin" / "other").write_text("not codeshim's\n")
+    rc, _, err = run(make + ["uninstall"], preload=False)
+    assert rc == 0 and err == b"", err
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert left == ["bin/other"]
+    assert not (root / "lib" / "codeshim").exists()
+    rc, _, err = run(make + ["uninstall"], preload=False)   # twice: nothing to do
+    assert rc == 0 and err == b"", err
+
+
+def readme():
+    return (REPO / "README.md").read_text()
+
+
+def man_section(title):
+    text = (REPO / "doc" / "codeshim.1").read_text()
+    start = text.index(".SH %s\n" % title)
+    return text[start:text.index("\n.SH ", start + 1)]
+
+
+def test_man_page_documents_every_setting_of_the_readme_table():
+    table = readme().split("## Configuration")[1].split("\n## ")[0]
+    names = set()
+    for line in table.splitlines():
+        m = re.match(r"\| `([A-Z0-9_]+)`(?: / `([A-Z0-9_]+)`)? \|", line)
+        if m:
+            names.update(n for n in m.groups() if n)
+    assert len(names) > 40
+    env = man_section("ENVIRONMENT")
+    entries = set(re.findall(r"^\.TP\n\.BR? ([A-Z0-9_]+)(?: \", \" ([A-Z0-9_]+))?", env, re.M))
+    documented = {n for pair in entries for n in pair if n}
+    assert sorted(names - documented) == []
+
+
+def test_man_page_documents_the_config_file_format():
+    keys = re.search(r"Settings: (.*?); each takes", readme(), re.S).group(1)
+    keys = re.findall(r"`([a-z_]+)`", re.sub(r"\([^)]*\)", "", keys))  # not (`local`, ...)
+    assert "selectable" in keys and len(keys) == 20
+    sect = man_section("NAMED SANDBOXES")
+    for k in keys:
+        assert re.search(r"^\.B %s$" % k, sect, re.M), k
+    assert "os.environ/" in sect and "default: small" in sect
+
+
+def test_readme_names_help_version_man_and_install():
+    text = readme()
+    for s in ("codeshim --help", "codeshim --version", "man doc/codeshim.1", "man codeshim",
+              "make install", "make uninstall"):
+        assert s in text, s
+    first = text.splitlines()[:3]
+    assert first[1].startswith("make demo") and first[2].startswith("make test")

@@ -182,3 +182,85 @@ def test_a_request_picks_the_e2b_sandbox_of_the_file(fake, tmp_path):
         assert e2b.requests() == []
     finally:
         e2b.stop()
+
+
+# README's own example: a local default and an e2b sandbox whose key comes
+# from E2B_API_KEY.  Without that variable only the e2b sandbox is unusable.
+README_CONFIG = """\
+default: small
+sandboxes:
+  small:   {backend: local, memory: 512M, timeout: 30}
+  cloud:
+    backend: e2b
+    api_key: os.environ/E2B_API_KEY   # or the key itself
+    template: code-interpreter-v1
+    internet: false
+    selectable: true
+"""
+UNSET_MSG = ('sandbox "cloud", line 6: api_key names the environment variable '
+             'E2B_API_KEY, which is not set')
+
+
+def test_unset_key_variable_breaks_only_its_sandbox(fake, tmp_path):
+    env = {"CODESHIM_CONFIG": write(tmp_path, README_CONFIG), "E2B_API_KEY": None}
+    [ci] = ci_items(ours(fake.url + "/responses", req(blocks("print(6*7)")), env=env))
+    assert logs_of(ci) == "42\n"                     # the local default works
+    fake.clear()
+    rc, st, r, err = post_json(fake.url + "/responses",
+                               req(blocks("print(1)"), metadata={"codeshim_sandbox": "cloud"}),
+                               env=env)
+    assert (rc, st) == (0, 500), (rc, st, r)
+    assert r["error"]["code"] == "codeshim_config" and r["error"]["type"] == "server_error"
+    assert UNSET_MSG in r["error"]["message"] and "cannot be used" in r["error"]["message"], r
+    assert UNSET_MSG in err.decode()
+    assert fake.requests() == []                     # never sent
+
+
+def test_e2b_sandbox_without_any_key_is_unusable_alone(fake, tmp_path):
+    cfg = ("default: here\nsandboxes:\n  here: {backend: local}\n"
+           "  cloud: {backend: e2b, selectable: true}\n")
+    env = {"CODESHIM_CONFIG": write(tmp_path, cfg), "E2B_API_KEY": None}
+    ours(fake.url + "/responses", req(blocks("print(1)")), env=env)
+    rc, st, r, _ = post_json(fake.url + "/responses",
+                             req(blocks("print(1)"), metadata={"codeshim_sandbox": "cloud"}),
+                             env=env)
+    assert st == 500 and "an e2b sandbox needs api_key" in r["error"]["message"], r
+
+
+def test_unusable_sandbox_error_is_logged_once_per_process(fake, tmp_path):
+    """Three requests of one curl process pick the unusable sandbox: three
+    500s, one log line (a request's own mistakes, 400s, are logged each)."""
+    from conftest import run
+    env = {"CODESHIM_CONFIG": write(tmp_path, README_CONFIG), "E2B_API_KEY": None}
+    body = json.dumps(req(blocks("print(1)"), metadata={"codeshim_sandbox": "cloud"}))
+    cmd = ["/usr/bin/curl", "-sS", "-H", "Content-Type: application/json"]
+    for i in range(3):
+        cmd += (["--next"] if i else []) + ["-H", "Content-Type: application/json",
+                                           "-d", body, fake.url + "/responses"]
+    rc, out, err = run(cmd, env=env)
+    assert rc == 0, err
+    assert out.decode().count('"codeshim_config"') == 3, out
+    assert err.decode().count(UNSET_MSG) == 1, err
+    assert fake.requests() == []
+
+
+def test_broken_file_error_is_logged_once_per_process(fake, tmp_path):
+    from conftest import run
+    env = {"CODESHIM_CONFIG": write(tmp_path, BROKEN[0][0])}
+    body = json.dumps(req(blocks("print(1)")))
+    cmd = ["/usr/bin/curl", "-sS"]
+    for i in range(2):
+        cmd += (["--next"] if i else []) + ["-d", body, fake.url + "/responses"]
+    rc, out, err = run(cmd, env=env)
+    assert rc == 0 and out.decode().count('"codeshim_config"') == 2, out
+    assert err.decode().count("line 4: memory=lots") == 1, err
+
+
+def test_check_shows_an_unusable_sandbox(tmp_path):
+    from conftest import REPO, run
+    env = {"CODESHIM_CONFIG": write(tmp_path, README_CONFIG), "E2B_API_KEY": None}
+    rc, out, _ = run([REPO / "build" / "codeshim", "--check"], env=env, preload=False,
+                     timeout=120)
+    text = out.decode()
+    assert "small (default)" in text and "BROKEN" not in text, text
+    assert "cloud UNUSABLE: " + UNSET_MSG in text, text

@@ -83,3 +83,41 @@ def test_a_bad_backend_is_one_clear_error(fake):
     plain = req("hello", tools=[{"type": "function", "name": "f", "parameters": {}}])
     rc, st, r, _ = post_json(fake.url + "/responses", plain, env={"CODESHIM_SANDBOX": "e2bb"})
     assert (rc, st) == (0, 200) and r["object"] == "response", r
+
+
+def table_of_settings():
+    from conftest import REPO, run
+    rc, out, err = run([REPO / "build" / "codeshim", "--settings"], preload=False)
+    assert rc == 0, err
+    return [l.split()[0] for l in out.decode().splitlines()]
+
+
+def test_the_docs_list_exactly_the_settings_of_the_table():
+    """README's configuration table and the man page's ENVIRONMENT section
+    name every setting of the library's one table, and the README no other."""
+    import re
+    from conftest import REPO
+    names = table_of_settings()
+    assert "CODESHIM_UNSAFE_NO_ISOLATION" in names and "CODESHIM_CASSETTE" in names
+    readme = (REPO / "README.md").read_text()
+    config = readme[readme.index("## Configuration"):]
+    config = config[:config.index("\n## ", 5)]
+    rows = set()
+    for line in config.splitlines():
+        if line.startswith("| `"):
+            rows.update(re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split("|")[1]))
+    assert rows - {"CODESHIM_LIB"} == set(names), (rows ^ set(names))
+    man = (REPO / "doc" / "codeshim.1").read_text()
+    env = man[man.index(".SH ENVIRONMENT"):man.index(".SH NAMED SANDBOXES")]
+    missing = [n for n in names if n not in env]
+    assert missing == [], missing
+
+
+def test_check_lists_misspelt_names_and_a_bad_backend():
+    from conftest import REPO, run
+    rc, out, err = run([REPO / "build" / "codeshim", "--check"], preload=False,
+                       env={"CODESHIM_OFLINE": "1", "CODESHIM_SANDBOX": "e2bb"})
+    out = out.decode()
+    assert rc == 1, (out, err)
+    assert "CODESHIM_OFLINE is not a codeshim setting (did you mean CODESHIM_OFFLINE?)" in out
+    assert "CODESHIM_SANDBOX=e2bb is not one of local, e2b" in out

@@ -7,6 +7,11 @@ benchmarks that must wait until a host has a sandbox ready to hand over
     call(host_dir, msg)    -> the host's answer to one request (a dict)
     status(host_dir)       -> {"ok": True, "warm": bool, "sessions": n}
     wait_warm(rt, timeout) -> True once every host under rt is warm
+    connect(dir)           -> a socket connected to dir/sock (a host's or a
+                              session's), nothing sent
+    send(sock, msg), recv(sock) -> one frame out (a dict), one frame in
+    session_call(session_dir, msg) -> a session's answer to one request
+                              (its greeting read first)
 """
 
 import json
@@ -35,20 +40,45 @@ def _read(sock, n):
     return out
 
 
-def call(host_dir, msg, timeout=10):
-    """One request (a dict) to the host in host_dir; its answer."""
+def connect(d, timeout=10):
+    """A socket connected to d/sock."""
     # through the directory's /proc/self/fd entry: the socket's own path
     # may be longer than sun_path holds
-    dfd = os.open(host_dir, os.O_RDONLY | os.O_DIRECTORY)
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect("/proc/self/fd/%d/sock" % dfd)
-            _frame(s, json.dumps(msg).encode())
-            (n,) = struct.unpack(">I", _read(s, 4))
-            return json.loads(_read(s, n))
+        s.settimeout(timeout)
+        s.connect("/proc/self/fd/%d/sock" % dfd)
+    except OSError:
+        s.close()
+        raise
     finally:
         os.close(dfd)
+    return s
+
+
+def send(sock, msg):
+    _frame(sock, json.dumps(msg).encode())
+
+
+def recv(sock):
+    (n,) = struct.unpack(">I", _read(sock, 4))
+    return json.loads(_read(sock, n))
+
+
+def call(host_dir, msg, timeout=10):
+    """One request (a dict) to the host in host_dir; its answer."""
+    with connect(host_dir, timeout) as s:
+        send(s, msg)
+        return recv(s)
+
+
+def session_call(session_dir, msg, timeout=30):
+    """One request to the session in session_dir; its answer."""
+    with connect(session_dir, timeout) as s:
+        recv(s)  # the greeting
+        send(s, msg)
+        return recv(s)
 
 
 def status(host_dir, timeout=10):

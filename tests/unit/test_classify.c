@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "text.h"
 #include "json.h"
 
 static void url_paths(void **state)
@@ -154,6 +155,77 @@ static void unsupported_requests(void **state)
     assert_null(unsupported("{\"background\":true}", SHIM_API_CHAT, &why)); /* no such field */
 }
 
+/* Each reason a model-path transfer passes through has its own code and
+ * a line that says it; nothing of the body but a near-miss type. */
+static void pass_reasons(void **state)
+{
+    static const struct {
+        const char *method, *body;
+        size_t max;
+        enum shim_pass code;
+        const char *has, *lacks;
+    } cases[] = {
+        {"PUT", "{}", 4096, SHIM_PASS_NOT_POST, "PUT", NULL},
+        {"POST", NULL, 4096, SHIM_PASS_NO_BODY, "CURLOPT_POSTFIELDS", NULL},
+        {"POST", "", 4096, SHIM_PASS_EMPTY_BODY, "empty", NULL},
+        {"POST", "{\"tools\":[]}", 5, SHIM_PASS_TOO_LARGE, "CODESHIM_MAX_REQUEST", NULL},
+        {"POST", "code_interpreter?", 4096, SHIM_PASS_NOT_JSON, "not JSON", NULL},
+        {"POST", "[1]", 4096, SHIM_PASS_NOT_OBJECT, "an array", NULL},
+        {"POST", "{\"input\":\"secret words\"}", 4096, SHIM_PASS_NO_TOOLS, "no \"tools\"",
+         "secret"},
+        {"POST", "{\"tools\":\"code_interpreter\"}", 4096, SHIM_PASS_TOOLS_NOT_ARRAY,
+         "a string", NULL},
+        {"POST", "{\"tools\":[{\"type\":\"function\"}]}", 4096, SHIM_PASS_NO_CODE_INTERPRETER,
+         "(\"tools\" has 1 entry)", "did you mean"},
+        {"POST", "{\"tools\":[{\"type\":\"function\"},{\"type\":\"code_interpeter\"}]}", 4096,
+         SHIM_PASS_NO_CODE_INTERPRETER, "tools[1] has type \"code_interpeter\"; did you mean",
+         NULL},
+        {"POST", "{\"tools\":[{\"type\":\"Code-Interpreter\"}]}", 4096,
+         SHIM_PASS_NO_CODE_INTERPRETER, "did you mean", NULL},
+        /* a quote or control character in the near miss is not echoed */
+        {"POST", "{\"tools\":[{\"type\":\"code_interpret\\n\"}]}", 4096,
+         SHIM_PASS_NO_CODE_INTERPRETER, "did you mean", "\n"},
+        /* spelt with an escape: the tool is there, the quick scan misses it */
+        {"POST", "{\"tools\":[{\"type\":\"code\\u005finterpreter\"}]}", 4096, SHIM_PASS_OURS,
+         NULL, NULL},
+    };
+    struct shim_pass_why w;
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *b = cases[i].body;
+        assert_int_equal(shim_classify_explain(1, cases[i].method, b, b ? strlen(b) : 0,
+                                               cases[i].max, &w),
+                         cases[i].code);
+        assert_int_equal(w.code, cases[i].code);
+        if (cases[i].has)
+            assert_non_null(strstr(w.text, cases[i].has));
+        if (cases[i].lacks)
+            assert_null(strstr(w.text, cases[i].lacks));
+    }
+    assert_int_equal(shim_classify_explain(0, "GET", NULL, 0, 4096, &w), SHIM_PASS_NOT_POST);
+    assert_non_null(strstr(w.text, "GET"));
+    assert_int_equal(shim_classify_explain(1, "post", "{\"tools\":[]}", SHIM_BODY_STRING, 5, &w),
+                     SHIM_PASS_TOO_LARGE);
+}
+
+static void distances(void **state)
+{
+    (void)state;
+    assert_int_equal(shim_text_distance("code_interpreter", "code_interpreter", 3), 0);
+    assert_int_equal(shim_text_distance("code_interpeter", "code_interpreter", 3), 1);
+    assert_int_equal(shim_text_distance("code_interpretr", "code_interpreter", 3), 1);
+    assert_int_equal(shim_text_distance("cdoe_interpreter", "code_interpreter", 3), 2);
+    assert_int_equal(shim_text_distance("kitten", "sitting", 3), 3);
+    assert_int_equal(shim_text_distance("function", "code_interpreter", 3), 4);
+    assert_int_equal(shim_text_distance("", "abc", 5), 3);
+    char longer[80];
+    memset(longer, 'a', sizeof(longer) - 1);
+    longer[79] = '\0';
+    assert_int_equal(shim_text_distance(longer, longer, 3), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +235,8 @@ int main(void)
         cmocka_unit_test(needle_scan_string),
         cmocka_unit_test(body_checks),
         cmocka_unit_test(unsupported_requests),
+        cmocka_unit_test(pass_reasons),
+        cmocka_unit_test(distances),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

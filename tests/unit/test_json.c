@@ -209,12 +209,12 @@ static void large_objects(void **state)
     assert_int_equal(shim_json_read(s, len, &j, &why), -EEXIST);
     assert_int_equal(strncmp(why.key, prefix, 60), 0);
     free(s);
-    /* many small objects, each looked at once */
+    /* many small objects, each looked at once (within the value budget) */
     {
-        size_t cap = 100000 * 16 + 4, off = 0, i;
+        size_t cap = 80000 * 16 + 4, off = 0, i;
         s = malloc(cap);
         s[off++] = '[';
-        for (i = 0; i < 100000; i++)
+        for (i = 0; i < 80000; i++)
             off += (size_t)snprintf(s + off, cap - off, "%s{\"a\":1,\"b\":2}", i ? "," : "");
         s[off++] = ']';
         assert_int_equal(shim_json_read(s, off, &j, &why), 0);
@@ -249,6 +249,104 @@ static void find_dup_on_trees(void **state)
     cJSON_Delete(o);
 }
 
+/* "[0,0,...]" holding k zeros (k + 1 values), or k arrays nested. */
+static char *zeros(size_t k, size_t *len)
+{
+    char *s = malloc(2 * k + 2);
+    size_t i, off = 0;
+
+    assert_non_null(s);
+    s[off++] = '[';
+    for (i = 0; i < k; i++) {
+        if (i)
+            s[off++] = ',';
+        s[off++] = '0';
+    }
+    s[off++] = ']';
+    s[off] = '\0';
+    *len = off;
+    return s;
+}
+
+static char *nested(size_t k, size_t *len)
+{
+    char *s = malloc(2 * k + 1);
+
+    assert_non_null(s);
+    memset(s, '[', k);
+    memset(s + k, ']', k);
+    s[2 * k] = '\0';
+    *len = 2 * k;
+    return s;
+}
+
+static int fits(const char *s, size_t max_values, int max_depth)
+{
+    return shim_json_fits(s, strlen(s), max_values, max_depth);
+}
+
+/* The budget of values and depth, counted on the text before any tree. */
+static void value_budget(void **state)
+{
+    struct shim_json_flaw why;
+    char msg[200];
+    cJSON *j = NULL;
+    size_t len;
+    char *s;
+    (void)state;
+
+    /* the count: one value, one more per ',' '[' '{' outside strings */
+    assert_true(fits("[0,0,0]", 4, 1));
+    assert_false(fits("[0,0,0]", 3, 1));
+    assert_true(fits("{\"a\":1,\"b\":[2]}", 4, 2));
+    assert_false(fits("{\"a\":1,\"b\":[2]}", 4, 1));
+    assert_true(fits("[\",,,[[{{\"]", 2, 1));       /* in a string */
+    assert_true(fits("[\"\\\",,[[\"]", 2, 1));    /* after \" */
+    assert_false(fits("[\"\\\\\",,[[\"]", 2, 1)); /* \\ ends it */
+    assert_true(shim_json_fits("0", 1, 1, 0));
+    /* the budget every read has: at it read, one past it refused with why */
+    s = zeros(SHIM_JSON_MAX_VALUES - 1, &len);
+    assert_int_equal(shim_json_read(s, len, &j, &why), 0);
+    assert_int_equal(cJSON_GetArraySize(j), SHIM_JSON_MAX_VALUES - 1);
+    cJSON_Delete(j);
+    free(s);
+    s = zeros(SHIM_JSON_MAX_VALUES, &len);
+    j = NULL;
+    assert_int_equal(shim_json_read(s, len, &j, &why), -E2BIG);
+    assert_null(j);
+    assert_true(why.big);
+    shim_json_flaw_text(&why, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "262144 JSON values"));
+    assert_null(shim_json_parse(s, len));
+    assert_int_equal(shim_json_read(s, len, &j, NULL), -E2BIG); /* why optional */
+    free(s);
+    /* so is an object of as many keys (no key compared: no tree) */
+    s = big_object(SHIM_JSON_MAX_VALUES, -1, "", &len);
+    assert_int_equal(shim_json_read(s, len, &j, &why), -E2BIG);
+    assert_true(why.big);
+    free(s);
+    /* depth: SHIM_JSON_MAX_DEPTH levels read, one more refused */
+    s = nested(SHIM_JSON_MAX_DEPTH, &len);
+    assert_int_equal(shim_json_read(s, len, &j, &why), 0);
+    cJSON_Delete(j);
+    free(s);
+    s = nested(SHIM_JSON_MAX_DEPTH + 1, &len);
+    assert_int_equal(shim_json_read(s, len, &j, &why), -E2BIG);
+    assert_true(why.big);
+    assert_null(shim_json_parse(s, len));
+    free(s);
+    /* a smaller budget for a frame */
+    j = shim_json_parse_within("{\"a\":[1,2]}", 11, 4, 2);
+    assert_non_null(j);
+    cJSON_Delete(j);
+    assert_null(shim_json_parse_within("{\"a\":[1,2]}", 11, 3, 2));
+    assert_null(shim_json_parse_within("{\"a\":[1,2]}", 11, 4, 1));
+    /* a clean read says nothing is wrong */
+    assert_int_equal(shim_json_read("[1]", 3, &j, &why), 0);
+    assert_false(why.big);
+    cJSON_Delete(j);
+}
+
 /* Arguments of codeshim's tool are read the same way. */
 static void tool_arguments_read_strictly(void **state)
 {
@@ -263,6 +361,17 @@ static void tool_arguments_read_strictly(void **state)
     assert_non_null(strstr(why, "twice"));
     assert_null(shim_conv_parse_code("{\"code\":\"print(1)\\u0000import os\"}", &why));
     assert_non_null(strstr(why, "U+0000"));
+    /* a string of many values inside the reply is read within the budget */
+    {
+        size_t len;
+        char *z = zeros(SHIM_JSON_MAX_VALUES, &len), *a = malloc(len + 16);
+        assert_non_null(a);
+        snprintf(a, len + 16, "{\"code\":%s}", z);
+        assert_null(shim_conv_parse_code(a, &why));
+        assert_non_null(strstr(why, "more JSON values"));
+        free(a);
+        free(z);
+    }
 }
 
 int main(void)
@@ -275,6 +384,7 @@ int main(void)
         cmocka_unit_test(long_key_cut_on_utf8_boundary),
         cmocka_unit_test(large_objects),
         cmocka_unit_test(find_dup_on_trees),
+        cmocka_unit_test(value_budget),
         cmocka_unit_test(tool_arguments_read_strictly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

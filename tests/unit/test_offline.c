@@ -533,6 +533,61 @@ static void requests_it_cannot_act_on_get_guidance(void **state)
     cJSON_Delete(req);
 }
 
+/* The answer says what the last output shows happened; "The code ran"
+ * only when it did. */
+static void answer_tells_what_happened(void **state)
+{
+    static const struct {
+        const char *output, *lead;
+    } cases[] = {
+        {"42\n", "The code ran. Output:\n42\n"},
+        {"", "The code ran and printed nothing."},
+        {"Traceback (most recent call last):\n  File \"<cell-1>\", line 1\nZeroDivisionError: "
+         "division by zero\n",
+         "The code ran and raised an exception. Output:\nTraceback (most recent call last):"},
+        {"partial\nExecution timed out after 1 s; the Python interpreter was restarted",
+         "The code did not finish: it hit the time limit. Output:\npartial\n"},
+        {"Error: the sandbox could not be started (Permission denied); the code was not run.",
+         "The code could not be run. The tool said:\nError: the sandbox could not be started"},
+        {"Error: the arguments are not JSON. Call the tool again",
+         "The code could not be run. The tool said:\nError: the arguments"},
+        {"Not run: this request reached its limit of 10 code executions.",
+         "The code was not run. The tool said:\nNot run: this request"},
+    };
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        static const char *outs[1];
+        cJSON *req = request(SHIM_API_RESPONSES, NULL, "python",
+                             "[{\"role\":\"user\",\"content\":\"```python\\n1/0\\n```\"}]"),
+              *rep = reply(SHIM_API_RESPONSES, req);
+        const char *text;
+
+        outs[0] = cases[i].output;
+        r_answer_calls(req, rep, outs);
+        cJSON_Delete(rep);
+        rep = reply(SHIM_API_RESPONSES, req);
+        text = r_text(rep);
+        assert_int_equal(strncmp(text, cases[i].lead, strlen(cases[i].lead)), 0);
+        if (i > 0)
+            assert_null(strstr(text, "The code ran. "));
+        cJSON_Delete(rep);
+        cJSON_Delete(req);
+
+        req = request(SHIM_API_CHAT, NULL, "python",
+                      "[{\"role\":\"user\",\"content\":\"```python\\n1/0\\n```\"}]");
+        rep = reply(SHIM_API_CHAT, req);
+        c_answer_calls(req, rep, outs);
+        cJSON_Delete(rep);
+        rep = reply(SHIM_API_CHAT, req);
+        text = shim_json_str(c_message(rep), "content");
+        assert_int_equal(strncmp(text, cases[i].lead, strlen(cases[i].lead)), 0);
+        cJSON_Delete(rep);
+        cJSON_Delete(req);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +601,7 @@ int main(void)
         cmocka_unit_test(same_request_same_reply),
         cmocka_unit_test(usage_counts_four_bytes_a_token),
         cmocka_unit_test(requests_it_cannot_act_on_get_guidance),
+        cmocka_unit_test(answer_tells_what_happened),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,6 +129,12 @@ static void bad_values_say_range_and_default(void **state)
     parse(&c, &e);
     assert_int_equal(c.exec_timeout_s, 60);
     assert_string_equal(e.last, "CODESHIM_EXEC_TIMEOUT=-5: out of range 1..86400; using 60");
+    e.kv[1] = " 5"; /* strtoll would take it */
+    parse(&c, &e);
+    assert_int_equal(c.exec_timeout_s, 60);
+    e.kv[1] = "+5";
+    parse(&c, &e);
+    assert_int_equal(c.exec_timeout_s, 60);
     e.kv[1] = "soon";
     parse(&c, &e);
     assert_string_equal(e.last,

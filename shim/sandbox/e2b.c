@@ -17,7 +17,12 @@
  * token), else created then, after making room under the per-owner cap
  * (the sandbox e2b ends first, smallest endAt, is the least recently used:
  * every use sets its timeout to the session TTL). It is never killed at
- * destroy; e2b ends it when the TTL passes unused.
+ * destroy; e2b ends it when the TTL passes unused. A local marker per
+ * session (its last container id, under the runtime directory) lets the
+ * next request's model hear that an ended sandbox's state is gone.
+ *
+ * No timeout sent is over the team's maximum once e2b has named it (a
+ * create's 400); the session TTL is clamped to it.
  *
  * Failures become results whose text tells the model what happened; an
  * execution is sent again only when e2b's proxy said the sandbox was not
@@ -25,7 +30,10 @@
  * proxy answers 502 for a moment), or once on a new sandbox when the old
  * one vanished, the model told that its state and files are gone. A
  * timed-out execution is interrupted: the connection closed (e2b's server
- * then interrupts the kernel) and the Python context restarted. */
+ * then interrupts the kernel) and the Python context restarted; the
+ * restarted one is back in /home/user, so /mnt/data is made the working
+ * directory again before the next code. A file that cannot be placed is
+ * named, with why, in a warning and a note for the model. */
 #include "e2b_int.h"
 
 #include "clock.h"

@@ -1,7 +1,8 @@
 /* e2b_api.c - the e2b HTTP calls (see e2b_int.h), each answer mapped to
  * 0 or -errno plus a text for the model in a->why:
  *   transport failure  -> the transport's errno, "could not be reached"
- *   401/403            -> -EACCES, the key was refused
+ *   401/403            -> -EACCES, the key was refused (on a sandbox's own
+ *                         host: its access token was, dp_fail)
  *   404                -> -ENOENT
  *   429                -> waited (Retry-After, bounded) and tried again;
  *                         -EAGAIN once the budget is spent, or at once

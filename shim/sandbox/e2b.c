@@ -46,7 +46,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +54,7 @@
 #define PRIVATE_TIMEOUT_S 300 /* e2b's SDK default */
 #define FRESH_TRIES 6         /* 502s right after create: 0.1+0.2+...+3.2 s */
 #define MAX_OVER_CAP 16 /* sandboxes listed past the cap (other runs' races) */
-
-/* The longest life e2b gives this team's sandboxes (1 h on the hobby
- * tier, 24 h on pro), once a create's 400 said it; 0 until then. Every
- * timeout sent is at most this, so none is refused again. */
-static _Atomic int team_max_s;
+#define TEAM_MAX_KEEP_S 86400 /* a remembered team maximum is trusted a day */
 
 struct e2b {
     const struct shim_config *cfg;
@@ -76,6 +71,9 @@ struct e2b {
     char note[512];
     char err[600];      /* an open-time failure, said at the next exec */
     double create_s;    /* create time not yet reported */
+    int team_max_s;     /* the longest life e2b gives this key's team's
+                           sandboxes (1 h hobby, 24 h pro) once a create's
+                           400 said it, else 0: no timeout sent is over it */
     int dir_ready;      /* /mnt/data made and the working directory */
     char *listing;      /* the last listing of /mnt/data (JSON), or NULL */
 };
@@ -135,13 +133,52 @@ static void container_tag(const char *salt, const char *cid, char out[65])
 /* ---------------- finding and making sandboxes ---------------- */
 
 /* A timeout e2b accepts: at least 1 s, at most the team's maximum. */
-static int life(int want_s)
+static int life(const struct e2b *e, int want_s)
 {
-    int max = atomic_load(&team_max_s);
-
     if (want_s < 1)
         want_s = 1;
-    return max > 0 && want_s > max ? max : want_s;
+    return e->team_max_s > 0 && want_s > e->team_max_s ? e->team_max_s : want_s;
+}
+
+/* <runtime>/e2b/team-<H(key, control plane)> remembers the team's maximum
+ * and when e2b said it ("3600 <unix time>"), so later program runs ask for
+ * no more; after a day it is asked again (the team may have changed tier). */
+static int team_path(const struct e2b *e, char *out, size_t n)
+{
+    char dir[1024], name[40];
+    int rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
+
+    if (rc < 0)
+        return rc;
+    memcpy(name, "team-", 5);
+    hash2("codeshim-e2b-team-v1", e->cfg->e2b_api_key, e->cfg->e2b_api_url, 16, name + 5);
+    return shim_store_join(out, n, dir, name);
+}
+
+static void team_max_load(struct e2b *e)
+{
+    char path[1200], text[64];
+    long long at, now = (long long)time(NULL);
+    int max;
+
+    if (team_path(e, path, sizeof(path)) == 0 &&
+        shim_store_read(path, text, sizeof(text), 1) == 0 &&
+        sscanf(text, "%d %lld", &max, &at) == 2 && max >= 3600 && max <= 366 * 86400 &&
+        at <= now + 60 && now - at <= TEAM_MAX_KEEP_S)
+        e->team_max_s = max;
+}
+
+/* A create's 400 named the team's maximum: kept, and said once. */
+static void team_max_learn(struct e2b *e, int max)
+{
+    char path[1200], text[64];
+
+    e->team_max_s = max;
+    LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
+             "(CODESHIM_SESSION_TTL asks %d s)", max, e->ttl_s);
+    snprintf(text, sizeof(text), "%d %lld", max, (long long)time(NULL));
+    if (team_path(e, path, sizeof(path)) < 0 || shim_store_write(path, text) < 0)
+        LOG_INFO("e2b: the team's maximum is not remembered for later runs");
 }
 
 /* The session's marker: <runtime>/e2b/<session hash> holds the container
@@ -215,19 +252,17 @@ static int create_box(struct e2b *e)
         md[k++] = "request";
     }
     md[k] = NULL;
-    want = life(e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S);
+    want = life(e, e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S);
     rc = shim_e2b_create(&e->api, md, want, &e->box);
     if (rc == -EINVAL && e->api.max_timeout_s > 0 && e->api.max_timeout_s < want) {
-        atomic_store(&team_max_s, e->api.max_timeout_s);
-        LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
-                 "(CODESHIM_SESSION_TTL asks %d s)", e->api.max_timeout_s, e->ttl_s);
-        rc = shim_e2b_create(&e->api, md, life(want), &e->box);
+        team_max_learn(e, e->api.max_timeout_s);
+        rc = shim_e2b_create(&e->api, md, life(e, want), &e->box);
     }
     e->create_s += shim_clock_s() - t0;
     if (rc < 0)
         return rc;
     e->have_box = e->fresh = 1;
-    e->deadline = shim_clock_s() + life(PRIVATE_TIMEOUT_S);
+    e->deadline = shim_clock_s() + life(e, PRIVATE_TIMEOUT_S);
     LOG_INFO("e2b sandbox created in %.3f s", shim_clock_s() - t0);
     if (marker_path(e, path, sizeof(path)) == 0) {
         if (shim_store_read(path, old, sizeof(old), 1) == 0 && !strncmp(old, "cntr_", 5) &&
@@ -235,7 +270,7 @@ static int create_box(struct e2b *e)
             snprintf(e->note, sizeof(e->note), "[Note: this session's earlier e2b sandbox %s "
                      "has ended (e2b ends a sandbox unused for %d s, or it was removed); its "
                      "variables, imports and files are gone. This is a new sandbox (%s).]\n",
-                     old, life(e->ttl_s), e->cid);
+                     old, life(e, e->ttl_s), e->cid);
         if (shim_store_write(path, e->cid) < 0)
             LOG_INFO("e2b: this session's sandbox is not remembered locally");
     }
@@ -341,6 +376,7 @@ static int box_new(const struct shim_config *cfg, const struct shim_http_net *ne
         free(e);
         return rc;
     }
+    team_max_load(e);
     *out = e;
     return 0;
 }
@@ -392,8 +428,8 @@ static void keep_alive(struct e2b *e)
 
     if (e->tagged || e->deadline - shim_clock_s() > need)
         return;
-    if (shim_e2b_set_timeout(&e->api, e->box.id, life(PRIVATE_TIMEOUT_S)) == 0)
-        e->deadline = shim_clock_s() + life(PRIVATE_TIMEOUT_S);
+    if (shim_e2b_set_timeout(&e->api, e->box.id, life(e, PRIVATE_TIMEOUT_S)) == 0)
+        e->deadline = shim_clock_s() + life(e, PRIVATE_TIMEOUT_S);
 }
 
 /* Sends the code; a 502 just after create is retried briefly. */
@@ -581,7 +617,7 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
     out->remote = 1;
     e->create_s = 0;
     if (rc == 0 && e->tagged && e->have_box &&
-        shim_e2b_set_timeout(&e->api, e->box.id, life(e->ttl_s)) < 0)
+        shim_e2b_set_timeout(&e->api, e->box.id, life(e, e->ttl_s)) < 0)
         LOG_WARN("e2b: the session's timeout was not extended: %s", e->api.why);
     return rc;
 }

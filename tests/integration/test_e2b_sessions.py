@@ -180,8 +180,16 @@ def test_a_ttl_over_the_teams_maximum_is_clamped_to_it(fake, e2b, rt):
     assert "at most 3600 s" in err and "7200" in err
     (sb,) = e2b.sandboxes().values()
     assert sb["endAt"] <= time.time() + 3600
+    # a later program run remembers it (under the runtime directory): no
+    # create over the maximum again, and no warning
+    e2b.clear()
+    out, err = ask(fake.url, "b = 2", env_for(e2b, CODESHIM_RUNTIME_DIR=rt,
+                                              CODESHIM_SESSION_TTL=7200), session="s2")
+    assert logs(json.loads(out)) == ""
+    assert [c["body"]["timeout"] for c in creates(e2b)] == [3600] and "at most" not in err
+    assert not any(KEY in p.read_text(errors="replace") for p in rt.rglob("*") if p.is_file())
     # no timeout e2b refuses is ever sent: none is 0 or over the maximum
-    assert all(0 < q["body"]["timeout"] <= 7200 for q in e2b.requests()
+    assert all(0 < q["body"]["timeout"] <= 3600 for q in e2b.requests()
                if isinstance(q["body"], dict) and "timeout" in q["body"])
 
 

@@ -48,8 +48,9 @@ its sandbox by its Host, <port>-<id>.<domain>; the E2b-Sandbox-Id and
 E2b-Sandbox-Port headers count only when the Host is sandbox.<domain>,
 localhost or a loopback IP.
 
-Code-interpreter server (port 49999; it checks no token, only forwards
-X-Access-Token; unknown sandbox: 502 from the "proxy"):
+Code-interpreter server (port 49999; X-Access-Token = envdAccessToken
+when the sandbox is secure, all but /health; unknown sandbox: 502 from the
+"proxy"):
     GET  /health                      200 "OK"
     POST /execute                     200 NDJSON, chunked
     GET  /contexts                    200 [{"id","language","cwd"}]
@@ -498,11 +499,12 @@ class _Handler(BaseHTTPRequestHandler):
         if sb.fresh_502 > 0 and path == "/execute":
             sb.fresh_502 -= 1
             return self._gone(sid)
-        # the code-interpreter server checks no token itself: it forwards
-        # X-Access-Token to envd for its own calls (e2b-dev/code-interpreter
-        # template/server/main.py); envd is what refuses a wrong one
         if self.command == "GET" and path == "/health":
             return self._send(200, "OK")
+        # e2b-dev/code-interpreter template/server/auth.py EnvdAuthMiddleware:
+        # every call but GET /health needs the sandbox's X-Access-Token
+        if sb.secure and self.headers.get("X-Access-Token") != sb.token:
+            return self._send(401, "Unauthorized", "text/plain")
         if self.command == "GET" and path == "/contexts":
             return self._send(200, [{"id": sb.context, "language": "python",
                                      "cwd": HOME}])

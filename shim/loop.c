@@ -74,9 +74,9 @@ static int open_box(struct run *r)
     const char *refs[16];
     struct shim_session_req rq;
     int rc;
-    /* the program's CA and proxy settings, for a sandbox reached over HTTP */
+    /* the program's CA, proxy and resolve settings, for a sandbox reached over HTTP */
     struct shim_http_net net = {r->v->flavor, r->v->net[0], r->v->net[1], r->v->net[2],
-                                r->v->net[3]};
+                                r->v->net[3], r->v->net[4]};
 
     memset(&rq, 0, sizeof(rq));
     rq.net = &net;

@@ -1073,7 +1073,8 @@ int shim_session_file_remove(struct shim_session *b, const char *name)
 }
 
 int shim_session_find_container(const struct shim_config *cfg, const char *identity,
-                                const char *cid, struct shim_session **out)
+                                const char *cid, const struct shim_http_net *net,
+                                struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
 
@@ -1091,6 +1092,7 @@ int shim_session_find_container(const struct shim_config *cfg, const char *ident
     if (shim_sandbox_keeps_sessions(cfg)) { /* e2b: found in e2b, never made here */
         struct shim_session_req rq;
         memset(&rq, 0, sizeof(rq));
+        rq.net = net;
         rq.identity = identity;
         rq.bind_container = b->bind;
         if (remote_sandbox(cfg, &rq, b->settings, 1, &b->sb, b->name) != 0) {
@@ -1112,7 +1114,7 @@ int shim_session_find_container(const struct shim_config *cfg, const char *ident
 }
 
 void shim_session_drop(const struct shim_config *cfg, const char *identity, const char *cid,
-                       const char *session)
+                       const char *session, const struct shim_http_net *net)
 {
     struct shim_session *live;
     char iddir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
@@ -1125,7 +1127,7 @@ void shim_session_drop(const struct shim_config *cfg, const char *identity, cons
         if (!shim_sandbox_keeps_sessions(cfg))
             lk = shim_session_lock(iddir, LOCK_WAIT_MS); /* no open attaches meanwhile */
     }
-    if (shim_session_find_container(cfg, identity, cid, &live) == 0) {
+    if (shim_session_find_container(cfg, identity, cid, net, &live) == 0) {
         LOG_INFO("container %s deleted: its sandbox is ended", cid);
         shim_session_end(live);
     }

@@ -92,9 +92,11 @@ int shim_session_file_remove(struct shim_session *b, const char *name);
  * session id's, an explicit container's, or one named later in
  * tools[].container), if there is one (none is started): 0 with *out
  * (close it), or -ENOENT. File calls on it fail (-ESTALE) once it is
- * another container's. */
+ * another container's. net: the program's CA, proxy and resolve
+ * settings, for a backend reached over HTTP (e2b), or NULL. */
 int shim_session_find_container(const struct shim_config *cfg, const char *identity,
-                                const char *cid, struct shim_session **out);
+                                const char *cid, const struct shim_http_net *net,
+                                struct shim_session **out);
 /* Ends a found session's sandbox now (its supervisor exits, waited for)
  * and closes b. */
 void shim_session_end(struct shim_session *b);
@@ -102,9 +104,9 @@ void shim_session_end(struct shim_session *b);
  * the identity's lock: no request attaches to it meanwhile), and session
  * (shim_session_key of the session it was made for, or "") is left a
  * mark, so that the session's next sandbox tells the model its container
- * was deleted. */
+ * was deleted. net as for shim_session_find_container. */
 void shim_session_drop(const struct shim_config *cfg, const char *identity, const char *cid,
-                       const char *session);
+                       const char *session, const struct shim_http_net *net);
 /* The session's name (a hash, shim_session_name) when the sandbox is a
  * session's, else "". */
 const char *shim_session_key(const struct shim_session *b);

@@ -399,6 +399,20 @@ int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity,
     return 0;
 }
 
+int shim_cstore_served(const struct shim_config *cfg, const char *identity, const char *cid)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 16];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "served") < 0)
+        return rc < 0 ? rc : -ENAMETOOLONG;
+    if (access(p, F_OK) == 0)
+        return 1;
+    rc = shim_store_write(p, "");
+    return rc < 0 ? rc : 0;
+}
+
 static int read_record(const char *dir, const char *fid, struct shim_cfile *f)
 {
     char p[SHIM_PATH_MAX + 80], text[2048];

@@ -68,5 +68,9 @@ int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity,
                             char *out, size_t n);
 int shim_cstore_remove(const struct shim_config *cfg, const char *identity, const char *cid,
                        const char *fid);
+/* A sandbox serves cid now: 1 when one did before, 0 for the first (now
+ * marked), or -errno. A new sandbox of a container no sandbox ever served
+ * has no earlier state to have lost. */
+int shim_cstore_served(const struct shim_config *cfg, const char *identity, const char *cid);
 
 #endif

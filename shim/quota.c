@@ -1,6 +1,7 @@
 /* quota.c - see quota.h. The layout counted is session.h's:
  *   <runtime>/<identity>/<32 hex>/           a session (sock once it listens)
- *   <runtime>/<identity>/hosts/<settings>/   a session host (the same) */
+ *   <runtime>/<identity>/hosts/<settings>/   a session host (the same)
+ * beside <runtime>/containers/ (cstore.h), which holds neither. */
 #include "quota.h"
 
 #include "config.h"
@@ -80,7 +81,8 @@ static void count(const char *root, const char *self, const char *host, int *ses
     *sessions = *hosts = 0;
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
-        if (e->d_name[0] == '.' || shim_store_join(id, sizeof(id), root, e->d_name) < 0 ||
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "containers") || /* cstore.c's */
+            shim_store_join(id, sizeof(id), root, e->d_name) < 0 ||
             lstat(id, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         *sessions += count_in(id, 1, self);

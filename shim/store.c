@@ -211,6 +211,7 @@ int shim_store_mark(const char *dir, const char *name, struct shim_store_own *ow
         return -errno;
     own->dev = st.st_dev;
     own->ino = st.st_ino;
+    own->ctime = st.st_ctim;
     own->set = 1;
     return 0;
 }
@@ -221,7 +222,8 @@ int shim_store_is_own(const char *dir, const char *name, const struct shim_store
     struct stat st;
 
     return own->set && shim_store_join(p, sizeof(p), dir, name) == 0 && lstat(p, &st) == 0 &&
-           st.st_dev == own->dev && st.st_ino == own->ino;
+           st.st_dev == own->dev && st.st_ino == own->ino &&
+           st.st_ctim.tv_sec == own->ctime.tv_sec && st.st_ctim.tv_nsec == own->ctime.tv_nsec;
 }
 
 int shim_store_unlink_own(const char *dir, const char *name, const struct shim_store_own *own)

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct shim_config;
 
@@ -58,11 +59,13 @@ int shim_store_lock(const char *dir, int wait_ms);
 /* The same for the runtime directory: the user's lock (quota.h). */
 int shim_store_user_lock(const struct shim_config *cfg, int wait_ms);
 
-/* Which file a process made (device and inode), so that at its end it
- * removes only that one, never a successor's of the same name. */
+/* Which file a process made (device, inode and change time: a freed
+ * inode's number is soon another file's), so that at its end it removes
+ * only that one, never a successor's of the same name. */
 struct shim_store_own {
     dev_t dev;
     ino_t ino;
+    struct timespec ctime;
     int set;
 };
 /* Notes dir/name as it is now. 0 or -errno. */

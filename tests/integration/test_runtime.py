@@ -16,7 +16,6 @@ supervisors and hosts it started."""
 
 import json
 import os
-import pwd
 import shutil
 import signal
 import socket

@@ -297,7 +297,7 @@ static void entries_are_private_to_the_user(void **state)
 static void a_shared_runtime_dir_is_refused(void **state)
 {
     char rt[600];
-    cJSON *up;
+    cJSON *up, *before;
     (void)state;
 
     snprintf(rt, sizeof(rt), "%s/rt", g_dir);
@@ -306,7 +306,12 @@ static void a_shared_runtime_dir_is_refused(void **state)
     assert_int_equal(shim_chain_save(&g_cfg, g_alice, "resp_a", "resp_u", NULL), -EPERM);
     assert_int_equal(entries(g_alice, NULL, 0), 0);
     up = continuing("resp_a", "\"hi\"");
-    assert_untouched(g_alice, up);
+    before = cJSON_Duplicate(up, 1);
+    /* a continuation cannot be looked up: refused (the request answers
+     * why), never passed on as if the id were the upstream's */
+    assert_int_equal(shim_chain_apply(&g_cfg, g_alice, up), -ENOLINK);
+    assert_true(cJSON_Compare(up, before, 1));
+    cJSON_Delete(before);
     cJSON_Delete(up);
 }
 

@@ -15,7 +15,7 @@
  * sandbox (every sandbox process ends) and removing DIR unless a successor
  * holds it (its own socket is not there any more). It touches DIR on
  * every use: the library's LRU cap reads that; DIR/pid is this process,
- * the one to signal for this session alone. */
+ * the one to signal for this session alone; DIR/ttl its idle limit. */
 #include "base64.h"
 #include "clock.h"
 #include "config.h"
@@ -330,6 +330,8 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
     write_file(dir, "cntr", cid);
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
     write_file(dir, "pid", pidtxt);
+    snprintf(pidtxt, sizeof(pidtxt), "%d", o->ttl_s); /* for `codeshim sessions` */
+    write_file(dir, "ttl", pidtxt);
     lfd = shim_proto_socket(dir, 1);
     if (lfd < 0) {
         reply_host(reply, cid, settings, "the session's socket could not be made");

@@ -148,7 +148,7 @@ static int alive(const char *dir)
 
 static void remove_dir(const char *dir)
 {
-    static const char *const files[] = {"sock", "cntr", "pid"};
+    static const char *const files[] = {"sock", "cntr", "pid", "ttl"};
     char p[SHIM_PATH_MAX + 8];
     size_t i;
 
@@ -241,6 +241,11 @@ static int take_deleted(struct shim_session *b, char out[64])
     }
     unlink(p);
     return 0;
+}
+
+void shim_session_stop(const char *dir)
+{
+    end_session(dir);
 }
 
 /* ---------------- starting a session host ---------------- */

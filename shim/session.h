@@ -135,6 +135,10 @@ void shim_session_settings(const struct shim_config *cfg, char out[65]);
  * map entry of its container cid under settings: what a supervisor leaves
  * when it ends. */
 void shim_session_remove(const char *dir, const char *cid, const char *settings);
+/* Asks the supervisor of the session directory dir to end its session
+ * (SIGTERM by its pid file when it does not answer): `codeshim sessions
+ * stop`. */
+void shim_session_stop(const char *dir);
 /* The identity's lock (iddir/.lock, flock): sessions start, and a session
  * host ends, only under it. The locked descriptor (closing it unlocks),
  * or -ETIMEDOUT after wait_ms (0: one try), or -errno. */

@@ -6,6 +6,8 @@
    refused, never swapped, and what needs it answers why.
 2. A session host that ends removes only the files it made itself, never
    those of a successor started meanwhile.
+3. `codeshim sessions` lists the user's hosts and sessions (identity
+   prefix, never a key) and `codeshim sessions stop ID|--all` ends them.
 4. Caps per user (per runtime directory) that no number of invented API
    keys can exceed: live sessions, session hosts, container file bytes;
    the program gets an OpenAI-shaped error answer.
@@ -29,7 +31,7 @@ import pytest
 import schema_check
 from conftest import REPO, alive, run, stop_supervisors
 from test_hardening_sessions import wait_for
-from test_sessions import CURL, logs, rt, supervisors  # noqa: F401 (rt: fixture)
+from test_sessions import CURL, calls, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
 HOSTS = "*/hosts/*/pid"
 UNSAFE = {"CODESHIM_UNSAFE_NO_ISOLATION": "1"}
@@ -351,3 +353,75 @@ def test_n_keys_cannot_exceed_the_user_file_budget(fake, rt, tmp_path):
     stored = sum(p.stat().st_size for p in (rt / "containers").glob("*/f-*"))
     assert stored == 3 << 20
     assert fake.requests() == []
+
+
+# ---- 3. codeshim sessions ----
+
+LAUNCHER = REPO / "build" / "codeshim"
+
+
+def sessions_cli(rt, *args):
+    p = subprocess.run([LAUNCHER, "sessions"] + list(args), capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "CODESHIM_RUNTIME_DIR": str(rt)},
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def rows(out):
+    """{kind: [columns, ...]} of the listing's table."""
+    got = {"host": [], "session": []}
+    for line in out.splitlines()[2:]:
+        cols = line.split()
+        got[cols[1]].append(cols)
+    return got
+
+
+def test_sessions_lists_and_stops_them(fake, rt):
+    env = dict(LIGHT, CODESHIM_SESSION_TTL="600")
+    key = "sk-listed-SECRET"
+    ask(fake.url, "x = 1", key=key, session="one", rt=rt, env=env)
+    ask(fake.url, "x = 2", key=key, session="two", rt=rt, env=env)
+    st, r = ask(fake.url, "x = 3", key="sk-other", session="one", rt=rt, env=env)
+    cid = calls(r)[0]["container_id"]
+    rc, out, err = sessions_cli(rt)
+    assert rc == 0, err
+    assert "SECRET" not in out and "sk-" not in out
+    got = rows(out)
+    assert len(got["host"]) == 2 and len(got["session"]) == 3, out
+    assert sorted(int(c[4]) for c in got["session"]) == sorted(supervisors(rt))
+    assert sorted(int(c[4]) for c in got["host"]) == sorted(supervisors(rt, HOSTS))
+    assert sorted(c[3] for c in got["host"]) == ["sessions:1", "sessions:2"]
+    for c in got["session"]:
+        assert c[3].startswith("cntr_") and c[-1] == "MiB" and float(c[-2]) > 0
+        assert c[6].endswith("s") and c[6] != "-"  # TTL left, of the session's own 600 s
+        assert int(c[6].split("m")[0]) in (9, 10)
+    [mine] = [c for c in got["session"] if c[3] == cid]
+    # one session, by its container id: only that one ends
+    rc, out, err = sessions_cli(rt, "stop", cid)
+    assert rc == 0 and "stopped session" in out, (out, err)
+    assert wait_for(lambda: int(mine[4]) not in supervisors(rt))
+    assert len(supervisors(rt)) == 2
+    # an identity's host, by its IDENTITY: it ends its sessions too
+    other = [c for c in got["host"] if c[0] != mine[0]][0]
+    rc, out, err = sessions_cli(rt, "stop", other[0])
+    assert rc == 0 and "stopped host" in out, (out, err)
+    assert wait_for(lambda: len(supervisors(rt, HOSTS)) == 1 and supervisors(rt) == [])
+    # everything
+    ask(fake.url, "x = 4", key="sk-other", session="again", rt=rt, env=env)
+    rc, out, err = sessions_cli(rt, "stop", "--all")
+    assert rc == 0, err
+    assert supervisors(rt) == [] and supervisors(rt, HOSTS) == []
+    rc, out, err = sessions_cli(rt)
+    assert rc == 0 and "no session hosts or sessions" in out
+    # an unknown ID is an error
+    rc, out, err = sessions_cli(rt, "stop", "cntr_nope")
+    assert rc == 1 and "cntr_nope" in err
+
+
+def test_sessions_refuses_a_runtime_dir_that_is_not_private(rt):
+    rt.mkdir(mode=0o700)
+    os.chmod(rt, 0o755)
+    rc, out, err = sessions_cli(rt)
+    assert rc == 1 and str(rt) in err
+    rc, out, err = sessions_cli(rt, "stop")  # a usage error
+    assert rc == 2 and "usage" in err

@@ -73,6 +73,17 @@ static void tell_once(const char *path)
     pthread_mutex_unlock(&mu);
 }
 
+/* The refusals' words: what needs the directory, and the way out. */
+#define NEED "codeshim needs a private runtime directory for sessions, continuations " \
+             "(previous_response_id) and the Containers API, and "
+#define FIX "; set CODESHIM_RUNTIME_DIR to a directory only this user can write"
+
+static int cannot_make(const char *path, int rc)
+{
+    shim_store_set_why(NEED "cannot make %.300s: %s" FIX, path, strerror(-rc));
+    return rc;
+}
+
 /* 0 when path is (now) a real directory of this user with mode 0700;
  * -EPERM when it is something else (the reason in shim_store_why), or
  * -errno. */
@@ -80,22 +91,13 @@ static int check_private(const char *path)
 {
     struct stat st;
 
-    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-        int rc = -errno;
-        shim_store_set_why("codeshim needs a private runtime directory for sessions, "
-                           "continuations (previous_response_id) and the Containers API, and "
-                           "cannot make %.300s: %s; set CODESHIM_RUNTIME_DIR to a directory "
-                           "only this user can write", path, strerror(-rc));
-        return rc;
-    }
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return cannot_make(path, -errno);
     if (lstat(path, &st) < 0)
         return -errno;
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        shim_store_set_why("codeshim needs a private runtime directory for sessions, "
-                           "continuations (previous_response_id) and the Containers API, and "
-                           "%.300s is not one (%s, owner %ld, mode %o); set "
-                           "CODESHIM_RUNTIME_DIR to a directory only this user can write",
-                           path, S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+        shim_store_set_why(NEED "%.300s is not one (%s, owner %ld, mode %o)" FIX, path,
+                           S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
                            (long)st.st_uid, (unsigned)(st.st_mode & 07777));
         return -EPERM;
     }
@@ -123,21 +125,12 @@ static int safe_parents(const char *path)
     snprintf(p, sizeof(p), "%s", path);
     for (s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
-        if (stat(p, &st) < 0 && (errno != ENOENT || mkdir(p, 0700) < 0 || stat(p, &st) < 0)) {
-            int rc = -errno;
-            shim_store_set_why("codeshim needs a private runtime directory for sessions, "
-                               "continuations (previous_response_id) and the Containers API, "
-                               "and cannot make %.300s: %s; set CODESHIM_RUNTIME_DIR to a "
-                               "directory only this user can write", p, strerror(-rc));
-            return rc;
-        }
+        if (stat(p, &st) < 0 && (errno != ENOENT || mkdir(p, 0700) < 0 || stat(p, &st) < 0))
+            return cannot_make(p, -errno);
         if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
             ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-            shim_store_set_why("codeshim needs a private runtime directory for sessions, "
-                               "continuations (previous_response_id) and the Containers API, "
-                               "and %.300s, above its default %.300s, is not safe (owner %ld, "
-                               "mode %o); set CODESHIM_RUNTIME_DIR to a directory only this "
-                               "user can write", p, path, (long)st.st_uid,
+            shim_store_set_why(NEED "%.300s, above its default %.300s, is not safe (owner %ld, "
+                               "mode %o)" FIX, p, path, (long)st.st_uid,
                                (unsigned)(st.st_mode & 07777));
             return -EPERM;
         }
@@ -151,10 +144,7 @@ int shim_store_runtime(const struct shim_config *cfg, char *out, size_t n)
     int rc;
 
     if (!cfg->runtime_dir[0]) {
-        shim_store_set_why("codeshim needs a private runtime directory for sessions, "
-                           "continuations (previous_response_id) and the Containers API, and "
-                           "this user has no home directory to keep it in; set "
-                           "CODESHIM_RUNTIME_DIR to a directory only this user can write");
+        shim_store_set_why(NEED "this user has no home directory to keep it in" FIX);
         tell_once("");
         return -EPERM;
     }

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 import schema_check
-from conftest import REPO, alive, run, stop_supervisors
+from conftest import REPO, alive, parse_sse, run, stop_supervisors
 from test_hardening_sessions import wait_for
 from test_sessions import CURL, calls, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
@@ -68,6 +68,19 @@ def ask(url, code, key="sk-rt", session="s1", rt=None, env=None, extra=None, str
     assert rc == 0, err
     status, text = split(out)
     return status, (text.decode() if stream else json.loads(text))
+
+
+def failed_stream(status, text):
+    """The error event of a schema-checked stream that ended in
+    response.failed."""
+    assert status == 200, text
+    events = parse_sse(text)
+    schema_check.validate_sse_responses(events)
+    last = json.loads(events[-1][1])
+    assert last["type"] == "response.failed", last
+    [err] = [json.loads(d) for _, d in events if json.loads(d)["type"] == "error"]
+    assert err["message"] == last["response"]["error"]["message"]
+    return err  # its code is codeshim's (the Response's own error says server_error)
 
 
 def error_of(status, body, want):
@@ -191,7 +204,7 @@ def test_unusable_runtime_dir_is_an_error_in_the_answer(fake, rt):
     assert supervisors(rt) == [] and supervisors(rt, HOSTS) == []
     # streaming: the stream ends with the same reason
     st, text = ask(fake.url, "x = 1", rt=rt, stream=True)
-    assert st == 200 and "response.failed" in text and str(rt) in text
+    assert str(rt) in failed_stream(st, text)["message"]
     # a continuation cannot be looked up: refused before the upstream is asked
     n = len(fake.requests())
     st, r = ask(fake.url, "print(1)", rt=rt, session=None,
@@ -299,11 +312,34 @@ def test_ten_invented_keys_cannot_exceed_the_user_session_cap(fake, rt):
     assert st == 200 and logs(r) == "again\n"
 
 
+def test_keys_racing_each_other_never_pass_the_cap_together(fake, rt):
+    """Eight programs with eight keys at once, three sessions allowed: the
+    count is taken under the user's lock, and a session being started
+    counts, so no more than three ever run (a race may refuse one more
+    than needed, never admit one)."""
+    env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": str(REPO / "build" / "libcodeshim.so"),
+           "CODESHIM_RUNTIME_DIR": str(rt), "CODESHIM_USER_SESSIONS": "3", **LIGHT}
+    procs = [subprocess.Popen(curl_args(fake.url, body_for("print(%d)" % i), "sk-race-%d" % i),
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for i in range(8)]
+    got = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        st, text = split(out)
+        if st != 200:
+            error_of(st, json.loads(text), 429)
+        got.append(st)
+    assert 1 <= got.count(200) <= 3 and got.count(200) + got.count(429) == 8, got
+    assert len(supervisors(rt)) == got.count(200) and len(supervisors(rt)) <= 3
+
+
 def test_a_refused_stream_ends_with_the_reason(fake, rt):
     env = dict(LIGHT, CODESHIM_USER_SESSIONS="1")
     assert ask(fake.url, "print(1)", key="sk-one", rt=rt, env=env)[0] == 200
     st, text = ask(fake.url, "print(2)", key="sk-two", rt=rt, env=env, stream=True)
-    assert st == 200 and "response.failed" in text and "CODESHIM_USER_SESSIONS" in text
+    e = failed_stream(st, text)
+    assert "CODESHIM_USER_SESSIONS" in e["message"] and e["code"] == "rate_limit_exceeded", e
     assert len(supervisors(rt)) == 1
 
 

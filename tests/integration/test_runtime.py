@@ -237,6 +237,12 @@ def test_no_home_for_the_cache_is_an_error_in_the_answer(fake):
         st, out = user_ask(user, fake.url, env, "x = 1")
         e = error_of(st, json.loads(out), 500)
         assert str(home / ".cache") in e["message"], e
+        # HOME unset: the passwd entry's home (this system user's does not exist)
+        if not os.path.exists(pw.pw_dir):
+            del env["HOME"]
+            st, out = user_ask(user, fake.url, env, "x = 1")
+            e = error_of(st, json.loads(out), 500)
+            assert pw.pw_dir in e["message"], e
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,31 @@ static int live(long pid)
     return pid > 1 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
+/* 1 when pid is a live session host or supervisor of identity ident: its
+ * command line is the host's, `codeshim-sessiond <runtime>/<ident>/hosts/
+ * <settings> ...` (a supervisor is a fork of its host), so a pid file left
+ * behind whose number now names another process is never signalled. */
+static int ours(long pid, const char *ident)
+{
+    char p[64], cmd[SHIM_PATH_MAX + 128], want[80];
+    size_t n = 0, first;
+    ssize_t k;
+    int fd;
+
+    if (!live(pid))
+        return 0;
+    snprintf(p, sizeof(p), "/proc/%ld/cmdline", pid);
+    if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    while (n < sizeof(cmd) - 1 && (k = read(fd, cmd + n, sizeof(cmd) - 1 - n)) > 0)
+        n += (size_t)k;
+    close(fd);
+    cmd[n] = '\0';
+    first = strlen(cmd) + 1; /* argv[1] follows argv[0] */
+    snprintf(want, sizeof(want), "/%.64s/hosts/", ident);
+    return first < n && strstr(cmd + first, want) != NULL;
+}
+
 /* A host's count of sessions ({"op":"status"}), or -1. */
 static int host_sessions(const char *dir)
 {
@@ -181,7 +207,7 @@ static void scan_identity(const char *root, const char *ident)
         struct entry *en;
         long pid;
         if (!shim_session_is_name(e->d_name) || shim_store_join(p, sizeof(p), id, e->d_name) < 0 ||
-            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || !live(pid = read_num(p, "pid")))
+            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || !ours(pid = read_num(p, "pid"), ident))
             continue;
         if (!(en = add(0, ident, e->d_name, p, pid)))
             break;
@@ -197,7 +223,7 @@ static void scan_identity(const char *root, const char *ident)
         struct entry *en;
         long pid;
         if (e->d_name[0] == '.' || shim_store_join(p, sizeof(p), hosts, e->d_name) < 0 ||
-            !live(pid = read_num(p, "pid")))
+            !ours(pid = read_num(p, "pid"), ident))
             continue;
         if (!(en = add(1, ident, e->d_name, p, pid)))
             break;

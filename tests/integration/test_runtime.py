@@ -467,3 +467,26 @@ def test_sessions_refuses_a_runtime_dir_that_is_not_private(rt):
     assert rc == 1 and str(rt) in err
     rc, out, err = sessions_cli(rt, "stop")  # a usage error
     assert rc == 2 and "usage" in err
+
+
+def test_sessions_never_signals_a_stranger_named_by_a_stale_pid_file(rt):
+    """A pid file left behind whose number now names another process of
+    the user: neither listed nor stopped."""
+    stranger = subprocess.Popen(["sleep", "300.41"])
+    try:
+        for sub in ("a" * 32 + "/" + "b" * 32, "a" * 32 + "/hosts/" + "c" * 32):
+            d = rt / sub
+            d.mkdir(mode=0o700, parents=True)
+            for p in [d] + list(d.parents):
+                if p == rt.parent:
+                    break
+                os.chmod(p, 0o700)
+            (d / "pid").write_text(str(stranger.pid))
+        rc, out, err = sessions_cli(rt)
+        assert rc == 0 and "no session hosts or sessions" in out, (out, err)
+        rc, out, err = sessions_cli(rt, "stop", "--all")
+        assert rc == 0, err
+        assert stranger.poll() is None  # still running
+    finally:
+        stranger.kill()
+        stranger.wait()

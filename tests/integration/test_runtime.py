@@ -142,8 +142,13 @@ def test_another_user_cannot_turn_roots_sessions_off(fake, shared):
         assert [p for d in mine for p in d.glob("*/pid")]
         assert not any(any(t.iterdir()) for t in taken)  # nothing of root's went there
     finally:
-        for d in set(run_dir.iterdir()) - before if run_dir.exists() else ():
+        mine = [d for d in set(run_dir.iterdir()) - before if d.name != "containers"] \
+            if run_dir.exists() else []
+        for d in mine:
             stop_supervisors(d)
+        assert wait_for(lambda: not any(running_from(d) for d in mine))
+        for d in mine:  # this test's identity: nothing of it is left in /run/codeshim
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def user_build(pw):
@@ -157,6 +162,18 @@ def user_build(pw):
     home.mkdir()
     os.chown(home, pw.pw_uid, pw.pw_gid)
     return d, home
+
+
+def running_from(d):
+    """Processes whose command line names d (the hosts of a user_build)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and str(d).encode() in Path("/proc/%s/cmdline" % pid).read_bytes():
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
 
 
 def user_ask(user, url, env, code, session="s1"):
@@ -191,6 +208,7 @@ def test_ordinary_users_default_is_in_its_own_cache(fake, shared):
         assert supervisors(xdg / "codeshim")
     finally:
         stop_supervisors(home)
+        assert wait_for(lambda: not running_from(d))  # then nothing is removed under them
         shutil.rmtree(d, ignore_errors=True)
 
 

@@ -72,11 +72,27 @@ static void identify(struct run *r)
     shim_identity_of(r->v->headers, r->v->url, &r->v->creds, r->identity);
 }
 
+/* Whether the request names a container (tools[].container, a string):
+ * codeshim's containers live in the runtime directory. */
+static int names_container(const cJSON *req)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "tools"))
+    {
+        const char *c = shim_json_str(it, "container");
+        if (c && !strncmp(c, "cntr_", 5))
+            return 1;
+    }
+    return 0;
+}
+
 /* The sandbox for this request: a session's, or a private one. */
 static int open_box(struct run *r)
 {
     const char *refs[16];
     struct shim_session_req rq;
+    char root[SHIM_PATH_MAX];
     int rc;
     /* the program's CA and proxy settings, for a sandbox reached over HTTP */
     struct shim_http_net net = {r->v->flavor, r->v->net[0], r->v->net[1], r->v->net[2],
@@ -89,7 +105,11 @@ static int open_box(struct run *r)
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
     rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req, rq.session_id != NULL);
-    rc = shim_session_open(r->cfg, &rq, &r->box);
+    if (!rq.bind_container && names_container(r->req) && !shim_sandbox_keeps_sessions(r->cfg) &&
+        shim_store_runtime(r->cfg, root, sizeof(root)) < 0)
+        rc = SHIM_SESSION_NO_STORE; /* a named container cannot be looked up */
+    else
+        rc = shim_session_open(r->cfg, &rq, &r->box);
     r->bound = rq.bind_container != NULL;
     if ((rc == SHIM_SESSION_NO_STORE || rc == SHIM_SESSION_USER_CAP) && !r->refused) {
         r->refused = rc;

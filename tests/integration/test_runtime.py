@@ -220,6 +220,10 @@ def test_unusable_runtime_dir_is_an_error_in_the_answer(fake, rt):
     assert str(rt) in e["message"] and "CODESHIM_RUNTIME_DIR" in e["message"], e
     assert e["code"] == "codeshim_runtime_dir"
     assert supervisors(rt) == [] and supervisors(rt, HOSTS) == []
+    # a container named in tools[].container cannot be looked up either
+    st, r = ask(fake.url, "x = 1", rt=rt, session=None,
+                extra={"tools": [{"type": "code_interpreter", "container": "cntr_" + "a" * 48}]})
+    assert str(rt) in error_of(st, r, 500)["message"]
     # streaming: the stream ends with the same reason
     st, text = ask(fake.url, "x = 1", rt=rt, stream=True)
     assert str(rt) in failed_stream(st, text)["message"]

@@ -130,7 +130,8 @@ def test_another_user_cannot_turn_roots_sessions_off(fake, shared):
     key = "sk-rt-" + uuid.uuid4().hex  # its own identity in the shared /run/codeshim
     env = {"CODESHIM_RUNTIME_DIR": None, "TMPDIR": shared, "XDG_RUNTIME_DIR": shared}
     run_dir = Path("/run/codeshim")
-    before = set(run_dir.iterdir()) if run_dir.exists() else set()
+    existed = run_dir.exists()
+    before = set(run_dir.iterdir()) if existed else set()
     try:
         st, r = ask(fake.url, "x = 41", key=key, env=env)
         assert st == 200
@@ -149,6 +150,8 @@ def test_another_user_cannot_turn_roots_sessions_off(fake, shared):
         assert wait_for(lambda: not any(running_from(d) for d in mine))
         for d in mine:  # this test's identity: nothing of it is left in /run/codeshim
             shutil.rmtree(d, ignore_errors=True)
+        if not existed:  # nor the directory, when this test made it
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def user_build(pw):

@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "scratch.h"
 #include "config.h"
 #include "proto.h"
 #include "quota.h"
@@ -32,30 +33,12 @@ static char g_dir[512];
 static struct shim_config g_cfg;
 static int g_fds[8], g_nfds;
 
-static const char *no_env(const char *name, void *ctx)
-{
-    (void)name;
-    (void)ctx;
-    return NULL;
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
-    const char *t = getenv("TMPDIR");
-
     (void)state;
-    snprintf(g_dir, sizeof(g_dir), "%s/codeshim-quota-XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(g_dir))
+    if (scratch_make(g_dir, sizeof(g_dir), "quota") < 0)
         return -1;
-    shim_config_parse(&g_cfg, no_env, NULL, NULL);
+    shim_config_parse(&g_cfg, scratch_no_env, NULL, NULL);
     snprintf(g_cfg.runtime_dir, sizeof(g_cfg.runtime_dir), "%s/rt", g_dir);
     g_cfg.runtime_dir_default = 0;
     g_cfg.user_sessions = 2;
@@ -69,7 +52,7 @@ static int teardown(void **state)
     (void)state;
     while (g_nfds)
         close(g_fds[--g_nfds]);
-    return nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return scratch_remove(g_dir);
 }
 
 /* <runtime>/<rel>, made with its parents; its path into out. */

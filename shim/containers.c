@@ -12,6 +12,7 @@
 #include "ids.h"
 #include "json.h"
 #include "log.h"
+#include "store.h"
 #include "files.h"
 #include "http.h"
 #include "multipart.h"
@@ -117,8 +118,9 @@ static CURLcode store_error(struct call *c, int rc, const char *id)
                      "disk (CODESHIM_DISK), the budget for this API key (CODESHIM_FILES_DISK) "
                      "or the file count.");
     if (rc == -EPERM)
-        return error(c, 500, "server_error", NULL,
-                     "codeshim's private runtime directory is not usable (see its log).");
+        return error(c, 500, "server_error", NULL, "%s.", shim_store_why());
+    if (rc == -ENOSPC) /* the user's budget, all keys together (or a full disk) */
+        return error(c, 507, "server_error", NULL, "%s.", shim_store_why());
     return error(c, 500, "server_error", NULL, "codeshim could not store this: %s.",
                  strerror(-rc));
 }

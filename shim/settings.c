@@ -369,6 +369,10 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
         word_at(s, s->kind == SHIM_SET_LEVEL ? s->def : 0, def, n);
         snprintf(range, n, "%s", s->text);
         break;
+    case SHIM_SET_DIR: /* get_runtime_dir's rule */
+        snprintf(def, n, "/run/codeshim for root, else $XDG_RUNTIME_DIR/codeshim, else "
+                 "~/.cache/codeshim/run");
+        break;
     default:
         snprintf(def, n, "%s", s->text && s->text[0] ? s->text : "unset");
     }

@@ -53,7 +53,7 @@ union shim_optval {
     curl_off_t off;
 };
 
-#define SHIM_HANDLE_NET 4
+#define SHIM_HANDLE_NET 5
 
 /* A copy of a handle's recorded options, taken at perform time. url and
  * custom_request (and net) are owned by the view (shim_handle_view_free); body and
@@ -82,8 +82,9 @@ struct shim_handle_view {
     long include_header;
     char *errorbuffer;
     struct shim_creds creds; /* credential options, as digests */
-    /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY (owned; NULL: not set):
-     * what codeshim's own calls to a sandbox backend honour (http.h) */
+    /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY and _RESOLVE (its entries
+     * joined by '\n') (owned; NULL: not set): what codeshim's own calls to
+     * a sandbox backend honour (http.h) */
     char *net[SHIM_HANDLE_NET];
 };
 

@@ -493,11 +493,12 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
     pthread_mutex_lock(&lock);
     e = find(h);
     curlu = e && e->curlu;
-    pthread_mutex_unlock(&lock);
-    if (curlu)
+    if (curlu) { /* read without the lock, then looked up again */
+        pthread_mutex_unlock(&lock);
         refresh_curlu(h);
-    pthread_mutex_lock(&lock);
-    e = find(h);
+        pthread_mutex_lock(&lock);
+        e = find(h);
+    }
     if (e) {
         if (e->ans.active)
             clear_answer(&e->ans);

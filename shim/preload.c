@@ -52,11 +52,6 @@
  * libcurl is running comes from the program: it is the program's call
  * like any other (a handle made, set up or performed there is seen).
  * Where libcurl's code could not be located, the guard alone decides. */
-static inline int internal_call(const struct shim_curl_api *a, const void *ret)
-{
-    return !a->text_hi || shim_real_from_libcurl(a, ret);
-}
-
 static inline int from_libcurl(enum shim_flavor f, const void *ret)
 {
     const struct shim_curl_api *a;
@@ -64,7 +59,7 @@ static inline int from_libcurl(enum shim_flavor f, const void *ret)
     if (!shim_guard_active())
         return 0;
     a = __atomic_load_n(&shim_real_ready[f], __ATOMIC_ACQUIRE);
-    return !a || internal_call(a, ret);
+    return !a || shim_real_from_libcurl(a, ret);
 }
 
 /* In an entry point: whether its caller is libcurl itself. */
@@ -397,7 +392,7 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
         const struct shim_curl_api *a_;                                        \
         if (shim_guard_active() &&                                             \
             (a_ = __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE)) &&   \
-            internal_call(a_, __builtin_return_address(0)) && a_->field)       \
+            shim_real_from_libcurl(a_, __builtin_return_address(0)) && a_->field) \
             return a_->field args;                                             \
     } while (0)
 

@@ -158,12 +158,16 @@ static void find_text(struct shim_curl_api *a)
     Dl_info info;
     struct link_map *lm = NULL;
 
+    a->text_lo = 0; /* unknown: every call counts as libcurl's, as the guard alone said */
+    a->text_len = UINTPTR_MAX;
     if (!dladdr1(*(void **)&a->easy_perform, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
         return;
     t.base = (uintptr_t)lm->l_addr;
     dl_iterate_phdr(text_of_object, &t);
-    a->text_lo = t.lo;
-    a->text_hi = t.hi;
+    if (t.hi > t.lo) {
+        a->text_lo = t.lo;
+        a->text_len = t.hi - t.lo;
+    }
 }
 
 static void bind_flavor(enum shim_flavor f)

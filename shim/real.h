@@ -50,9 +50,10 @@ struct shim_curl_api {
     /* CURLOPT_CURLU's URL (handles.c); NULL in a libcurl without them */
     CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
     void (*free)(void *);
-    /* [text_lo, text_hi): libcurl's own code, so a call into a wrapper
-     * from there is libcurl calling itself (shim_real_from_libcurl) */
-    uintptr_t text_lo, text_hi;
+    /* [text_lo, text_lo + text_len): libcurl's own code, so a call into a
+     * wrapper from there is libcurl calling itself (shim_real_from_libcurl);
+     * all of memory when it could not be located */
+    uintptr_t text_lo, text_len;
 };
 
 /* Binds flavour f (once) and returns its table; NULL (and one error log)
@@ -80,9 +81,7 @@ static inline const struct shim_curl_api *shim_real(enum shim_flavor f)
  * the program's that libcurl is running). */
 static inline int shim_real_from_libcurl(const struct shim_curl_api *api, const void *ret)
 {
-    uintptr_t r = (uintptr_t)ret;
-
-    return api && r >= api->text_lo && r < api->text_hi;
+    return (uintptr_t)ret - api->text_lo < api->text_len; /* one compare, unsigned */
 }
 
 /* Loads libcjson.so.1 (RTLD_LOCAL: it stays out of the host's global

@@ -545,6 +545,11 @@ static CURL *dup_detached(const struct shim_curl_api *api, struct shim_intercept
     }
     api->easy_setopt(d, CURLOPT_VERBOSE, 0L);
     api->easy_setopt(d, CURLOPT_NOPROGRESS, 1L);
+    /* the body is codeshim's copy: the program's body callbacks, which
+     * only its own thread may run, stay with its handle */
+    api->easy_setopt(d, CURLOPT_READFUNCTION, (curl_read_callback)NULL);
+    api->easy_setopt(d, CURLOPT_SEEKFUNCTION, (curl_seek_callback)NULL);
+    api->easy_setopt(d, CURLOPT_IOCTLFUNCTION, (curl_ioctl_callback)NULL);
     return d;
 }
 

@@ -8,25 +8,26 @@ byte, rewound with the program's seek callback or given back when it has
 none.  Every test checks what the program and the fake upstream received."""
 
 import json
-import os
 import tempfile
 
 from conftest import PYTHON, REPO, run, sse_json
-import fake_openai
 import schema_check
-from test_core_responses import (CI_TOOL, ENV, KEY, assert_ci, assert_clean_upstream,
+from test_core_responses import (ENV, KEY, assert_ci, assert_clean_upstream,
                                  assert_no_internal, blocks, ci_items, req)
 
 CURL = "/usr/bin/curl"
 BODYPROG = REPO / "build" / "testprogs" / "bodyprog"
 
 
-def body_file(body):
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    f = tempfile.NamedTemporaryFile(prefix="codeshim-body-", suffix=".json", delete=False)
-    f.write(data)
-    f.close()
-    return f.name, data
+def curl_post_upload(url, body):
+    """curl -X POST -T FILE (UPLOAD + INFILESIZE, POST by name) of body's
+    JSON: (exit code, stdout, stderr)."""
+    with tempfile.NamedTemporaryFile(prefix="codeshim-body-", suffix=".json") as f:
+        f.write(json.dumps(body).encode())
+        f.flush()
+        return run([CURL, "-sS", "-X", "POST", "-T", f.name,
+                    "-H", "Content-Type: application/json",
+                    "-H", "Authorization: Bearer " + KEY, url], env=ENV)
 
 
 def one_response(out):
@@ -56,14 +57,7 @@ def bodyprog(url, body, *opts, env=None):
 def test_curl_post_upload_file_is_intercepted(fake):
     """curl -X POST -T body.json: UPLOAD + INFILESIZE, POST by name."""
     b = req(blocks("print(6 * 7)\n"))
-    path, _ = body_file(b)
-    try:
-        rc, out, err = run([CURL, "-sS", "-X", "POST", "-T", path,
-                            "-H", "Content-Type: application/json",
-                            "-H", "Authorization: Bearer " + KEY, fake.url + "/responses"],
-                           env=ENV)
-    finally:
-        os.unlink(path)
+    rc, out, err = curl_post_upload(fake.url + "/responses", b)
     assert rc == 0, err.decode()
     assert_ran(one_response(out), "print(6 * 7)\n", "42\n")
     reqs = assert_clean_upstream(fake, n=2)
@@ -380,14 +374,7 @@ def test_pycurl_multi_readfunction_bodies(fake):
 def test_containers_create_body_from_a_read_callback(fake):
     """curl -X POST -T to /containers: codeshim's own Containers API reads
     the body from the read callback too; nothing reaches the upstream."""
-    path, _ = body_file({"name": "from -T"})
-    try:
-        rc, out, err = run([CURL, "-sS", "-X", "POST", "-T", path,
-                            "-H", "Content-Type: application/json",
-                            "-H", "Authorization: Bearer " + KEY, fake.url + "/containers"],
-                           env=ENV)
-    finally:
-        os.unlink(path)
+    rc, out, err = curl_post_upload(fake.url + "/containers", {"name": "from -T"})
     assert rc == 0, err.decode()
     c = json.loads(out)
     schema_check.validate(c, "ContainerResource")

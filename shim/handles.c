@@ -4,6 +4,7 @@
 #include "handles.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -36,6 +37,7 @@ struct entry {
     int write_data_set;
     long failonerror, include_header;
     char *errorbuffer;
+    struct shim_handle_limits lim; /* timeout and progress (limits.h) */
     struct shim_creds creds; /* digests: a credential itself is never kept */
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
@@ -105,6 +107,7 @@ static void init_opts(struct entry *e)
 {
     e->method = SHIM_METHOD_GET;
     e->postsize = -1;
+    e->lim.noprogress = 1; /* libcurl's default */
 }
 
 static void free_opts(struct entry *e)
@@ -264,6 +267,24 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
         break;
+    case CURLOPT_TIMEOUT:
+        e->lim.timeout_ms = v.l > 0 && v.l < LONG_MAX / 1000 ? v.l * 1000 : v.l > 0 ? LONG_MAX : 0;
+        break;
+    case CURLOPT_TIMEOUT_MS:
+        e->lim.timeout_ms = v.l > 0 ? v.l : 0;
+        break;
+    case CURLOPT_NOPROGRESS:
+        e->lim.noprogress = v.l != 0;
+        break;
+    case CURLOPT_XFERINFOFUNCTION:
+        e->lim.xferinfo = (curl_xferinfo_callback)v.fn;
+        break;
+    case CURLOPT_PROGRESSFUNCTION:
+        e->lim.progress = (curl_progress_callback)v.fn;
+        break;
+    case CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
+        e->lim.progress_data = v.p;
+        break;
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY: {
         size_t i = opt == CURLOPT_CAINFO ? 0 : opt == CURLOPT_CAPATH ? 1
                  : opt == CURLOPT_PROXY ? 2 : 3;
@@ -287,6 +308,8 @@ static int interesting(CURLoption opt)
     case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
     case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY:
+    case CURLOPT_TIMEOUT: case CURLOPT_TIMEOUT_MS: case CURLOPT_NOPROGRESS:
+    case CURLOPT_XFERINFOFUNCTION: case CURLOPT_PROGRESSFUNCTION: case CURLOPT_XFERINFODATA:
         return 1;
     default:
         return 0;
@@ -406,6 +429,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->failonerror = e->failonerror;
     out->include_header = e->include_header;
     out->errorbuffer = e->errorbuffer;
+    out->lim = e->lim;
     out->creds = e->creds;
     for (i = 0; i < SHIM_HANDLE_NET; i++)
         if (e->net[i] && !(out->net[i] = strdup(e->net[i])))

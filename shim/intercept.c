@@ -16,6 +16,7 @@
 #include "json.h"
 #include "log.h"
 #include "loop.h"
+#include "xfer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -339,11 +340,14 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
 CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
 {
     struct shim_intercept_job *j;
+    struct shim_xfer x;
     CURLcode rc;
 
     if (!shim_intercept_decide(h, -1, &j))
         return real_perform(api, h);
+    shim_xfer_begin(&x, h, &j->v, j->t0); /* the program's limits (xfer.h) */
     rc = shim_intercept_answer(api, j);
+    shim_xfer_end(&x);
     shim_intercept_job_free(j);
     return rc;
 }

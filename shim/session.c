@@ -9,6 +9,7 @@
 
 #include "base64.h"
 #include "buf.h"
+#include "clock.h"
 #include "config.h"
 #include "cstore.h"
 #include "json.h"
@@ -20,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -810,8 +812,31 @@ static int greeting(struct shim_session *b, int fd, int timeout_ms, int adopt)
 
 /* One execution in the session: one connection. *stage says how far it
  * got when it fails. */
+/* Waits for the supervisor's answer to begin, asking stop between ticks:
+ * -ECANCELED once it says so (the caller closes the connection, which
+ * the supervisor takes as the order to interrupt the code). */
+static int wait_answer(int fd, const struct shim_exec_stop *stop, int timeout_ms)
+{
+    int64_t end = shim_clock_ms() + timeout_ms;
+
+    while (stop && stop->fn) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t left = end - shim_clock_ms();
+        int n;
+
+        if (left <= 0)
+            return 0; /* the read says it timed out */
+        n = poll(&p, 1, left > SHIM_EXEC_STOP_TICK_MS ? SHIM_EXEC_STOP_TICK_MS : (int)left);
+        if (n > 0 || (n < 0 && errno != EINTR))
+            return 0;
+        if (stop->fn(stop->ctx))
+            return -ECANCELED;
+    }
+    return 0;
+}
+
 static int session_exec(struct shim_session *b, const char *code, struct shim_exec_result *out,
-                        enum stage *stage)
+                        const struct shim_exec_stop *stop, enum stage *stage)
 {
     int timeout = b->cfg->exec_timeout_s * 3000 + 30000; /* may queue behind another */
     int fd = connect_dir(b->dir), rc;
@@ -831,7 +856,9 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     }
     if (rc == 0) {
         *stage = SENT;
-        rc = shim_proto_recv(fd, &ans, timeout);
+        rc = wait_answer(fd, stop, timeout);
+        if (rc == 0)
+            rc = shim_proto_recv(fd, &ans, timeout);
         if (rc == 0)
             rc = shim_proto_result_from_json(ans, out);
     }
@@ -849,7 +876,11 @@ static int failure(struct shim_exec_result *out, enum stage stage, int err)
     char text[512];
 
     memset(out, 0, sizeof(*out));
-    if (stage == NOT_SENT && err == -E2BIG)
+    if (stage == SENT && err == -ECANCELED)
+        snprintf(text, sizeof(text), "Execution interrupted: the request that ran it was "
+                 "stopped (its time limit, or its program); the session's Python interpreter "
+                 "was restarted and its state was lost.\n");
+    else if (stage == NOT_SENT && err == -E2BIG)
         snprintf(text, sizeof(text), "Error: the code is too large for the session's channel "
                  "(at most %u bytes as JSON); it was not run.\n", SHIM_PROTO_MAX);
     else if (stage == NOT_SENT && err == -ETIMEDOUT)
@@ -894,7 +925,7 @@ static int reattach(struct shim_session *b)
 }
 
 int shim_session_exec(struct shim_session *b, const char *code, size_t len,
-                  struct shim_exec_result *out)
+                      const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
     enum stage stage;
     char *c;
@@ -903,16 +934,16 @@ int shim_session_exec(struct shim_session *b, const char *code, size_t len,
     if (!b)
         return -EINVAL;
     if (b->sb) {
-        rc = shim_sandbox_exec(b->sb, code, len, out);
+        rc = shim_sandbox_exec_until(b->sb, code, len, stop, out);
         remote_after(b);
         return rc;
     }
     c = strndup(code, len);
     if (!c)
         return -ENOMEM;
-    rc = session_exec(b, c, out, &stage);
+    rc = session_exec(b, c, out, stop, &stage);
     if (rc < 0 && stage == NOT_REACHED && (rc = reattach(b)) == 0)
-        rc = session_exec(b, c, out, &stage);
+        rc = session_exec(b, c, out, stop, &stage);
     free(c);
     return rc < 0 ? failure(out, stage, rc) : 0;
 }

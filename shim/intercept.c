@@ -313,13 +313,16 @@ int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept
     j->v.header_cb = NULL;
     j->v.header_data = NULL;
     j->v.errorbuffer = NULL;
+    j->v.lim.noprogress = 1; /* the deadline holds; no callback of the program's */
+    j->v.lim.xferinfo = NULL;
+    j->v.lim.progress = NULL;
     return 0;
 }
 
-CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j)
+/* Under the program's limits (xfer.h): its deadline always, its
+ * callbacks when on its thread (a detached view keeps none). */
+static CURLcode answer(const struct shim_curl_api *api, struct shim_intercept_job *j, CURL *h)
 {
-    CURL *h = j->own ? j->own : j->h;
-
     switch (j->act) {
     case ACT_REFUSE:
         return refuse(h, &j->v, j->t0);
@@ -337,17 +340,26 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
     }
 }
 
+CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j)
+{
+    CURL *h = j->own ? j->own : j->h;
+    struct shim_xfer x;
+    CURLcode rc;
+
+    shim_xfer_begin(&x, h, &j->v, j->t0);
+    rc = answer(api, j, h);
+    shim_xfer_end(&x);
+    return rc;
+}
+
 CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
 {
     struct shim_intercept_job *j;
-    struct shim_xfer x;
     CURLcode rc;
 
     if (!shim_intercept_decide(h, -1, &j))
         return real_perform(api, h);
-    shim_xfer_begin(&x, h, &j->v, j->t0); /* the program's limits (xfer.h) */
     rc = shim_intercept_answer(api, j);
-    shim_xfer_end(&x);
     shim_intercept_job_free(j);
     return rc;
 }

@@ -110,7 +110,7 @@ void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view 
     s->h = h;
     s->v = v;
     s->t0 = t0;
-    s->x = s->q ? NULL : shim_xfer_find(h);
+    s->x = shim_xfer_find(h);
     /* libcurl empties it at the start of every transfer; a queued sink
      * never touches the program's memory (its replay sink does this) */
     if (!s->q && v->errorbuffer)
@@ -140,17 +140,16 @@ static CURLcode rec_push(struct shim_sink *s, int kind, const void *a, size_t an
     return err ? rec_failed(s, err) : CURLE_OK;
 }
 
-static void set_error(struct shim_sink *s, const char *msg);
-
 /* Once the transfer's limits tripped (xfer.h), the sink fails with their
  * code and words. */
 static CURLcode limits(struct shim_sink *s)
 {
-    if (s->rc == CURLE_OK && s->x && s->x->rc != CURLE_OK) {
-        s->rc = s->x->rc;
-        snprintf(s->message, sizeof(s->message), "%s", s->x->message);
-        set_error(s, s->message);
-        LOG_INFO("transfer failed: %s", s->message);
+    struct shim_xfer *x = s->x;
+
+    if (s->rc == CURLE_OK && x && x->rc != CURLE_OK) {
+        s->x = NULL; /* a plain failure, recorded in queued mode */
+        shim_sink_fail(s, x->rc, x->message);
+        s->x = x;
     }
     return s->rc;
 }
@@ -288,11 +287,11 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     struct shim_buf block;
     const char *p, *end;
 
+    if (limits(s) != CURLE_OK)
+        return s->rc;
     if (s->q)
         return rec_begin(s, status, http_version, upstream_head, head_len, content_type,
                          body_len);
-    if (limits(s) != CURLE_OK)
-        return s->rc;
     if (s->x)
         s->x->dltotal = body_len >= 0 ? (curl_off_t)body_len : 0;
     shim_buf_init(&block, 1 << 20);
@@ -404,6 +403,7 @@ CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
 
 CURLcode shim_sink_end(struct shim_sink *s)
 {
+    limits(s);
     if (s->q) {
         if (s->rc == CURLE_OK)
             rec_push(s, REC_END, NULL, 0, NULL, 0);
@@ -411,7 +411,6 @@ CURLcode shim_sink_end(struct shim_sink *s)
             shim_sinkq_push(s->q, REC_END, NULL, 0, NULL, 0);
         return s->rc;
     }
-    limits(s);
     s->info.total_time = shim_clock_s() - s->t0;
     publish(s);
     if (s->rc == CURLE_OK && s->v->write_cb == NULL)

@@ -19,10 +19,11 @@
  * failure of the program's callback reaches a queued sink later, as
  * CURLE_ABORTED_BY_CALLBACK from its next call (or shim_sink_ok).
  *
- * A direct sink of a transfer that curl_easy_perform answers obeys its
- * limits (xfer.h): once the deadline passed or the progress callback said
- * stop, nothing more is delivered and every call fails with that code
- * and libcurl's message; a write callback that answers
+ * A sink obeys its transfer's limits (xfer.h): once the deadline passed
+ * or the progress callback said stop, nothing more is delivered and every
+ * call fails with that code and libcurl's message (queued: recorded as
+ * the failure). A direct sink of a transfer that curl_easy_perform
+ * answers also pauses: a write callback that answers
  * CURL_WRITEFUNC_PAUSE (or a curl_easy_pause(CURLPAUSE_RECV)) holds
  * delivery, the progress callback called meanwhile, and the same bytes
  * are written again once the program unpauses. */

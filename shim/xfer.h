@@ -4,13 +4,15 @@
  * (XFERINFOFUNCTION, else PROGRESSFUNCTION, when NOPROGRESS is 0) called
  * while it runs, and curl_easy_pause's receive pause.
  *
- * One struct shim_xfer lives on the stack of the curl_easy_perform that
- * answers the transfer (intercept.c); everything below it on that thread
- * finds it by the program's handle (shim_xfer_find): the sink (delivery,
- * pausing), the upstream calls (their CURLOPT_TIMEOUT_MS is the time
- * left, their progress is this one), the executions (interrupted when it
- * trips). The program's callbacks are called only from
- * shim_xfer_check, on the thread of its curl_easy_perform.
+ * One struct shim_xfer lives on the stack of the call that answers the
+ * transfer (shim_intercept_answer: the program's curl_easy_perform, or a
+ * multi worker); everything below it on that thread finds it by the
+ * handle the answer uses (shim_xfer_find): the sink (delivery, pausing),
+ * the upstream calls (their CURLOPT_TIMEOUT_MS is the time left, their
+ * progress is this one), the executions (interrupted when it trips).
+ * The program's callbacks are called only from shim_xfer_check, and only
+ * in curl_easy_perform: a multi worker's view has none (the deadline
+ * holds there, counted from curl_multi_add_handle).
  *
  * Once tripped (the deadline passed, or the callback returned nonzero),
  * a transfer stays failed: rc and message are what the program gets, in

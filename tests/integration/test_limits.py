@@ -178,3 +178,35 @@ def test_pause_whole_answer(fake, tmp_path):
     answer = json.loads(res["body"])
     schema_check.validate(answer, "Response")
     assert "42" in json.dumps(answer)
+
+
+MULTIPROG = REPO / "build" / "testprogs" / "multiprog"
+
+
+@pytest.mark.parametrize("mode", ["poll", "epoll"])
+def test_timeout_ms_multi(fake, tmp_path, mode):
+    """The multi interface: TIMEOUT_MS counts from curl_multi_add_handle
+    and ends the transfer in its code (interrupted) with code 28; a
+    transfer within its time is untouched."""
+    slow = body("import time\ntime.sleep(6)\nprint('woke')")
+    quick = body("print(6 * 7)")
+    paths = []
+    for i, b in enumerate((slow, quick)):
+        p = tmp_path / ("b%d.json" % i)
+        p.write_text(json.dumps(b))
+        paths.append(str(p))
+    t0 = time.monotonic()
+    rc, out, err = run([MULTIPROG, mode, fake.url + "/responses"] + paths +
+                       ["--timeout-ms", "1500"],
+                       env={"OPENAI_API_KEY": "sk-test"})
+    took = time.monotonic() - t0
+    assert rc == 0, err
+    lines = [json.loads(l) for l in out.decode().splitlines() if l.startswith('{"i"')]
+    assert lines[0]["result"] == 28, lines[0]
+    assert lines[0]["errbuf"].startswith("Operation timed out after "), lines[0]
+    assert lines[0]["body"] == ""
+    assert lines[1]["result"] == 0, lines[1]
+    assert "42" in lines[1]["body"]
+    assert took < 5, took  # the 6 s sleep was interrupted
+    # the slow one's tool output never went upstream: 2 + 1 requests
+    assert len(fake.requests()) == 3

@@ -2,10 +2,11 @@
  * through the multi interface, in the ways event-loop programs do. It
  * knows nothing about codeshim.
  *
- *   multiprog MODE URL BODYFILE... [--plain BODYFILE] [--n N]
+ *   multiprog MODE URL BODYFILE... [--plain BODYFILE] [--n N] [--timeout-ms N]
  *
  * Each BODYFILE is POSTed (Authorization: Bearer $OPENAI_API_KEY) to URL
- * on its own easy handle, all in one multi handle; --plain adds one more.
+ * on its own easy handle, all in one multi handle; --plain adds one more;
+ * --timeout-ms sets CURLOPT_TIMEOUT_MS on each (and "errbuf" is reported).
  * At the end one JSON line per transfer goes to stdout:
  *   {"i":0,"result":0,"status":200,"content_type":"...","body":"...",
  *    "headers":N,"writes":N,"late":N}
@@ -64,6 +65,7 @@ struct xfer {
     size_t len;
     int headers, writes, late, removed, done;
     CURLcode result;
+    char errbuf[CURL_ERROR_SIZE];
     struct curl_slist *hdrs;
     pthread_t owner;
     int *off_thread;
@@ -146,6 +148,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
+static long g_timeout_ms;
+
 static void setup(struct run *r, int i, const char *body)
 {
     struct xfer *x = &r->x[i];
@@ -165,6 +169,9 @@ static void setup(struct run *r, int i, const char *body)
     curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(x->e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(x->e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, x->errbuf);
+    if (g_timeout_ms)
+        curl_easy_setopt(x->e, CURLOPT_TIMEOUT_MS, g_timeout_ms);
 }
 
 static void start(struct run *r)
@@ -236,6 +243,7 @@ static void print_run(struct run *r, const char *prefix)
         cJSON_AddNumberToObject(o, "writes", x->writes);
         cJSON_AddNumberToObject(o, "late", x->late);
         cJSON_AddBoolToObject(o, "removed", x->removed);
+        cJSON_AddStringToObject(o, "errbuf", x->errbuf);
         s = cJSON_PrintUnformatted(o);
         printf("%s%s\n", prefix, s);
         free(s);
@@ -777,6 +785,8 @@ int main(int argc, char **argv)
             g_plain = slurp(argv[++i]);
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc)
+            g_timeout_ms = atol(argv[++i]);
         else if (g_nbodies < MAXX - 1 && !(g_bodies[g_nbodies++] = slurp(argv[i])))
             return 2;
     }

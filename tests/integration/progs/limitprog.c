@@ -10,6 +10,9 @@
  *   --progress         XFERINFOFUNCTION counting its calls, NOPROGRESS 0
  *   --old-progress     the same with the old PROGRESSFUNCTION
  *   --abort-at N       the progress callback returns 1 on its Nth call
+ *   --abort-after-ms N ... on its first call N ms or more after the
+ *                      transfer began (with code that runs longer: a call
+ *                      made while it runs)
  *   --pause-write      the write callback answers CURL_WRITEFUNC_PAUSE on
  *                      its first call (and on its 5th); the progress
  *                      callback unpauses (curl_easy_pause CONT) at its
@@ -25,11 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static CURL *g_h;
 static pthread_t g_main;
 static int g_in_perform;
 static int g_progress_calls, g_off_thread, g_abort_at;
+static long g_abort_after_ms;
+static struct timespec g_t0;
 static int g_pause_write, g_pause_api, g_paused, g_since_pause, g_pauses;
 static int g_writes, g_writes_paused, g_headers;
 static char *g_body;
@@ -48,6 +54,13 @@ static int progress_step(void)
     if (g_paused && ++g_since_pause >= 3) {
         g_paused = 0;
         curl_easy_pause(g_h, CURLPAUSE_CONT);
+    }
+    if (g_abort_after_ms) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - g_t0.tv_sec) * 1000 + (t.tv_nsec - g_t0.tv_nsec) / 1000000 >=
+            g_abort_after_ms)
+            return 1;
     }
     return g_abort_at && g_progress_calls >= g_abort_at;
 }
@@ -141,6 +154,8 @@ int main(int argc, char **argv)
             timeout_ms = atol(argv[++i]);
         else if (!strcmp(argv[i], "--abort-at") && i + 1 < argc)
             g_abort_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--abort-after-ms") && i + 1 < argc)
+            g_abort_after_ms = atol(argv[++i]);
         else if (!strcmp(argv[i], "--progress"))
             progress = 1;
         else if (!strcmp(argv[i], "--old-progress"))
@@ -175,6 +190,7 @@ int main(int argc, char **argv)
         curl_easy_setopt(g_h, CURLOPT_NOPROGRESS, 0L);
     }
     g_in_perform = 1;
+    clock_gettime(CLOCK_MONOTONIC, &g_t0);
     rc = curl_easy_perform(g_h);
     g_in_perform = 0;
     o = cJSON_CreateObject();

@@ -8,13 +8,12 @@ program got and what the fake upstream received. Bounds on time are
 generous (the deadline plus seconds), never tight."""
 
 import json
-import os
-import signal
 import time
 
 import pytest
 
 from conftest import REPO, parse_sse, run, schema_check
+from test_sessions import rt  # noqa: F401  (a runtime directory, its supervisors stopped)
 
 PROG = REPO / "build" / "testprogs" / "limitprog"
 CURL = "/usr/bin/curl"
@@ -38,17 +37,6 @@ def limitprog(tmp_path, url, req, *flags, env=None):
                        env=env)
     assert rc == 0, err
     return json.loads(out), time.monotonic() - t0, err.decode()
-
-
-@pytest.fixture
-def rt(tmp_path):
-    d = tmp_path / "rt"
-    yield d
-    for pidfile in list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")):
-        try:
-            os.kill(int(pidfile.read_text()), signal.SIGTERM)
-        except (ValueError, ProcessLookupError):
-            pass
 
 
 def test_timeout_ms_interrupts_the_execution_of_a_session(fake, tmp_path, rt):

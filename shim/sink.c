@@ -207,18 +207,59 @@ static size_t call_write(shim_write_fn fn, const char *p, size_t n, void *ud)
     return fwrite(p, 1, n, ud ? (FILE *)ud : stdout);
 }
 
+/* While the program keeps the transfer's receiving paused: its progress
+ * callback (which may unpause it) every PAUSE_TICK_MS, its deadline. */
+#define PAUSE_TICK_MS 20
+
+static CURLcode wait_unpaused(struct shim_sink *s)
+{
+    struct timespec t = {0, PAUSE_TICK_MS * 1000000L};
+
+    while (s->rc == CURLE_OK && (s->x->paused & CURLPAUSE_RECV)) {
+        if (shim_xfer_check(s->x) != CURLE_OK)
+            return limits(s);
+        if (s->x->paused & CURLPAUSE_RECV)
+            nanosleep(&t, NULL);
+    }
+    return s->rc;
+}
+
+/* One write to a program's callback, as libcurl pauses it: while paused
+ * nothing is written; a callback that answers CURL_WRITEFUNC_PAUSE is
+ * given the same bytes again once unpaused (a transfer this thread's
+ * curl_easy_perform answers: s->x). What the callback took, or 0 when the
+ * transfer's limits ended it meanwhile. */
+static size_t paused_write(struct shim_sink *s, shim_write_fn fn, const char *p, size_t n,
+                           void *ud)
+{
+    size_t took;
+
+    for (;;) {
+        if (s->x && (s->x->paused & CURLPAUSE_RECV) && wait_unpaused(s) != CURLE_OK)
+            return 0;
+        took = call_write(fn, p, n, ud);
+        if (took != CURL_WRITEFUNC_PAUSE || !s->x)
+            break;
+        s->x->paused |= CURLPAUSE_RECV;
+    }
+    if (took == CURL_WRITEFUNC_PAUSE)
+        LOG_WARN("the program paused a transfer codeshim answers on another thread; "
+                 "codeshim cannot pause it, failing it");
+    return took;
+}
+
 static CURLcode header_line(struct shim_sink *s, const char *p, size_t n)
 {
     const struct shim_handle_view *v = s->v;
 
     if (v->header_cb) {
-        if (v->header_cb((char *)p, 1, n, v->header_data) != n)
+        if (paused_write(s, v->header_cb, p, n, v->header_data) != n)
             return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
     } else if (v->header_data) {
-        if (call_write(v->write_cb, p, n, v->header_data) != n)
+        if (paused_write(s, v->write_cb, p, n, v->header_data) != n)
             return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
     }
-    if (v->include_header && call_write(v->write_cb, p, n, v->write_data) != n)
+    if (v->include_header && paused_write(s, v->write_cb, p, n, v->write_data) != n)
         return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
     return CURLE_OK;
 }
@@ -343,45 +384,16 @@ static CURLcode rec_body(struct shim_sink *s, const char *p, size_t n)
     return s->rc;
 }
 
-/* While the program keeps the transfer's receiving paused: its progress
- * callback (which may unpause it) every PAUSE_TICK_MS, its deadline. */
-#define PAUSE_TICK_MS 20
-
-static CURLcode wait_unpaused(struct shim_sink *s)
-{
-    struct timespec t = {0, PAUSE_TICK_MS * 1000000L};
-
-    while (s->rc == CURLE_OK && (s->x->paused & CURLPAUSE_RECV)) {
-        if (shim_xfer_check(s->x) != CURLE_OK)
-            return limits(s);
-        if (s->x->paused & CURLPAUSE_RECV)
-            nanosleep(&t, NULL);
-    }
-    return s->rc;
-}
-
 CURLcode shim_sink_body(struct shim_sink *s, const char *p, size_t n)
 {
     if (s->q)
         return rec_body(s, p, n);
     while (n && limits(s) == CURLE_OK) {
         size_t chunk = n > CURL_MAX_WRITE_SIZE ? CURL_MAX_WRITE_SIZE : n;
-        size_t took;
 
-        if (s->x && (s->x->paused & CURLPAUSE_RECV) && wait_unpaused(s) != CURLE_OK)
-            break;
-        took = call_write(s->v->write_cb, p, chunk, s->v->write_data);
-        if (took == CURL_WRITEFUNC_PAUSE && s->x) { /* the same bytes again on resume */
-            s->x->paused |= CURLPAUSE_RECV;
-            continue;
-        }
-        if (took != chunk) {
-            if (took == CURL_WRITEFUNC_PAUSE)
-                LOG_WARN("the program paused a transfer codeshim answers on another "
-                         "thread; codeshim cannot pause it, failing it");
+        if (paused_write(s, s->v->write_cb, p, chunk, s->v->write_data) != chunk)
             return shim_sink_fail(s, CURLE_WRITE_ERROR,
                                   "Failure writing output to destination");
-        }
         s->info.size_download += (curl_off_t)chunk;
         if (s->x)
             s->x->dlnow += (curl_off_t)chunk;

@@ -158,7 +158,7 @@ def _complete_stream(res):
     return json.loads(events[-1][1])["response"]
 
 
-@pytest.mark.parametrize("flag", ["--pause-write", "--pause-api"])
+@pytest.mark.parametrize("flag", ["--pause-write", "--pause-api", "--pause-header"])
 def test_pause_and_resume_delivery(fake, tmp_path, flag):
     """Paused on the first write (CURL_WRITEFUNC_PAUSE) or from the header
     callback (curl_easy_pause RECV), resumed from the progress callback:
@@ -169,6 +169,10 @@ def test_pause_and_resume_delivery(fake, tmp_path, flag):
     assert res["pauses"] == (2 if flag == "--pause-write" else 1), res
     assert res["writes_while_paused"] == 0, res
     assert res["progress_off_thread"] == 0
+    # the header block whole, its status line once
+    assert res["headers"].startswith("HTTP/1.1 200"), res["headers"]
+    assert res["headers"].count("HTTP/") == 1
+    assert res["headers"].endswith("\r\n\r\n")
     final = _complete_stream(res)
     assert "42" in json.dumps(final)
     assert len(fake.requests()) == 2

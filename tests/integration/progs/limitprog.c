@@ -4,7 +4,7 @@
  * result is one JSON object on stdout:
  *   {"rc", "errbuf", "progress_calls", "progress_off_thread" (calls on
  *    another thread or outside curl_easy_perform), "writes",
- *    "writes_while_paused", "pauses", "body"}
+ *    "writes_while_paused" (header or body), "pauses", "headers", "body"}
  *
  *   --timeout-ms N     CURLOPT_TIMEOUT_MS
  *   --progress         XFERINFOFUNCTION counting its calls, NOPROGRESS 0
@@ -17,6 +17,8 @@
  *                      its first call (and on its 5th); the progress
  *                      callback unpauses (curl_easy_pause CONT) at its
  *                      third call after each pause
+ *   --pause-header     the header callback answers CURL_WRITEFUNC_PAUSE on
+ *                      its first call; unpaused as above
  *   --pause-api        curl_easy_pause(CURLPAUSE_RECV) from the header
  *                      callback at the first header line; unpaused as
  *                      above
@@ -36,10 +38,23 @@ static int g_in_perform;
 static int g_progress_calls, g_off_thread, g_abort_at;
 static long g_abort_after_ms;
 static struct timespec g_t0;
-static int g_pause_write, g_pause_api, g_paused, g_since_pause, g_pauses;
+static int g_pause_write, g_pause_api, g_pause_header, g_paused, g_since_pause, g_pauses;
 static int g_writes, g_writes_paused, g_headers;
-static char *g_body;
-static size_t g_len;
+static char *g_body, *g_hdrs;
+static size_t g_len, g_hlen;
+
+static int add(char **b, size_t *len, const char *p, size_t n)
+{
+    char *d = realloc(*b, *len + n + 1);
+
+    if (!d)
+        return -1;
+    memcpy(d + *len, p, n);
+    *b = d;
+    *len += n;
+    d[*len] = '\0';
+    return 0;
+}
 
 static void on_thread(void)
 {
@@ -86,8 +101,6 @@ static void pause_now(void)
 
 static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 {
-    char *d;
-
     (void)ud;
     on_thread();
     if (g_paused)
@@ -97,25 +110,24 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
         pause_now();
         return CURL_WRITEFUNC_PAUSE; /* these bytes come again */
     }
-    d = realloc(g_body, g_len + sz * n + 1);
-    if (!d)
-        return 0;
-    memcpy(d + g_len, p, sz * n);
-    g_body = d;
-    g_len += sz * n;
-    g_body[g_len] = '\0';
-    return sz * n;
+    return add(&g_body, &g_len, p, sz * n) ? 0 : sz * n;
 }
 
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
-    (void)p, (void)ud;
+    (void)ud;
     on_thread();
+    if (g_paused)
+        g_writes_paused++;
+    if (g_pause_header && g_headers++ == 0) {
+        pause_now();
+        return CURL_WRITEFUNC_PAUSE; /* this line comes again */
+    }
     if (g_pause_api && g_headers++ == 0) {
         pause_now();
         curl_easy_pause(g_h, CURLPAUSE_RECV);
     }
-    return sz * n;
+    return add(&g_hdrs, &g_hlen, p, sz * n) ? 0 : sz * n;
 }
 
 static char *slurp(const char *path)
@@ -162,6 +174,8 @@ int main(int argc, char **argv)
             old_progress = 1;
         else if (!strcmp(argv[i], "--pause-write"))
             g_pause_write = progress = 1;
+        else if (!strcmp(argv[i], "--pause-header"))
+            g_pause_header = progress = 1;
         else if (!strcmp(argv[i], "--pause-api"))
             g_pause_api = progress = 1;
         else
@@ -201,6 +215,7 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "writes", g_writes);
     cJSON_AddNumberToObject(o, "writes_while_paused", g_writes_paused);
     cJSON_AddNumberToObject(o, "pauses", g_pauses);
+    cJSON_AddStringToObject(o, "headers", g_hdrs ? g_hdrs : "");
     cJSON_AddStringToObject(o, "body", g_body ? g_body : "");
     js = cJSON_PrintUnformatted(o);
     puts(js);
@@ -209,6 +224,7 @@ int main(int argc, char **argv)
     curl_easy_cleanup(g_h);
     curl_slist_free_all(hl);
     free(g_body);
+    free(g_hdrs);
     free((char *)body);
     curl_global_cleanup();
     return 0;

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "libpath.h"
 #include "reach.h"
+#include "sessions.h"
 #include "trace.h"
 
 #include "settings.h"
@@ -83,6 +84,7 @@ static void usage(FILE *out)
         "usage: codeshim [options] [--] PROGRAM [ARGS...]\n"
         "       codeshim [options] --check\n"
         "       codeshim trace FILE [--json]\n"
+        "       codeshim sessions [stop ID|--all]\n"
         "\n"
         "Runs PROGRAM with libcodeshim.so preloaded, so its libcurl requests to\n"
         "OpenAI-compatible APIs get a working code_interpreter tool.\n"
@@ -109,7 +111,9 @@ static void usage(FILE *out)
         "  -V, --version        print the version\n"
         "\n"
         "`codeshim trace FILE` prints a per-request summary of a trace file\n"
-        "(--json: as one JSON object). See codeshim(1).\n");
+        "(--json: as one JSON object). `codeshim sessions` lists this user's\n"
+        "session hosts and sessions; `codeshim sessions stop ID|--all` ends them.\n"
+        "See codeshim(1).\n");
 }
 
 static const struct option_def *find_option(const char *name, size_t len)
@@ -413,6 +417,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "trace"))
         return cli_trace_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "sessions"))
+        return cli_sessions_main(argc - 1, argv + 1);
     memset(&l, 0, sizeof(l));
     rc = parse_args(argc, argv, &l);
     if (rc)

@@ -27,7 +27,9 @@
  *   lives, and then CODESHIM_SESSION_TTL seconds more without a new one.
  *   It ends under the identity's lock (the one the library opens sessions
  *   under), so no open ever reaches a host that is ending. SIGTERM ends
- *   every session first. */
+ *   every session first; its socket is closed meanwhile, so a library may
+ *   start a successor in DIR then: leaving, a host removes only the
+ *   socket and pid file it made itself (same inode), never a successor's. */
 #include "clock.h"
 #include "config.h"
 #include "log.h"
@@ -61,6 +63,7 @@ struct host {
     int nkids;
     long long last; /* ms: the last open, or the last session's end */
     struct sessiond_waiting w; /* connections yet to send their request */
+    struct shim_store_own sock, pid; /* DIR/sock and DIR/pid as this host made them */
 };
 
 static void on_child(int sig)
@@ -188,16 +191,16 @@ static void request(struct host *h, int fd)
  * (returns 0 then: an open is on its way, stay). */
 static int leave(struct host *h, int wait_ms)
 {
-    char p[SHIM_PATH_MAX + 8];
     int lock = shim_session_lock(h->iddir, wait_ms);
 
     if (lock == -ETIMEDOUT && wait_ms == 0)
         return 0;
-    if (shim_store_join(p, sizeof(p), h->dir, "sock") == 0)
-        unlink(p);
-    if (shim_store_join(p, sizeof(p), h->dir, "pid") == 0)
-        unlink(p);
-    rmdir(h->dir);
+    /* only this host's own files: a successor may already serve DIR (one
+     * started while this host ended its sessions, its socket closed) */
+    if (shim_store_unlink_own(h->dir, "sock", &h->sock) == -ESTALE)
+        LOG_INFO("session host: %s/sock is a successor's; left to it", h->dir);
+    shim_store_unlink_own(h->dir, "pid", &h->pid);
+    rmdir(h->dir); /* fails while a successor's files are there */
     if (lock >= 0)
         close(lock); /* the lock with it */
     return 1;
@@ -266,6 +269,8 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
     if (shim_store_join(p, sizeof(p), dir, "pid") < 0 || shim_store_write(p, pidtxt) < 0)
         LOG_WARN("cannot write %s/pid", dir);
+    shim_store_mark(dir, "sock", &h.sock);
+    shim_store_mark(dir, "pid", &h.pid);
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_child; /* no SA_RESTART: a session's end wakes poll */
     sigaction(SIGCHLD, &sa, NULL);

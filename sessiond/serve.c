@@ -12,9 +12,10 @@
  * still cannot be sent becomes an error saying so; the connection is
  * never just closed on a result. It ends after CODESHIM_SESSION_TTL
  * seconds without a request, on {"op":"close"} or on SIGTERM, closing the
- * sandbox (every sandbox process ends) and removing DIR. It touches DIR on
+ * sandbox (every sandbox process ends) and removing DIR unless a successor
+ * holds it (its own socket is not there any more). It touches DIR on
  * every use: the library's LRU cap reads that; DIR/pid is this process,
- * the one to signal for this session alone. */
+ * the one to signal for this session alone; DIR/ttl its idle limit. */
 #include "base64.h"
 #include "clock.h"
 #include "config.h"
@@ -299,6 +300,29 @@ static struct shim_sandbox *own_sandbox(const struct shim_config *cfg, struct sh
     return shim_sandbox_open(&sb_cfg, &sb) == 0 ? sb : NULL;
 }
 
+/* Removes the session's directory if it is still this session's: once
+ * its socket closed, a library may have started a successor in it (under
+ * the identity's lock, taken here too), whose files stay. */
+static void leave(const char *dir, const char *cid, const char *settings,
+                  const struct shim_store_own *own)
+{
+    char iddir[SHIM_PATH_MAX];
+    const char *slash = strrchr(dir, '/');
+    int lock = -1;
+
+    if (slash && (size_t)(slash - dir) < sizeof(iddir)) {
+        memcpy(iddir, dir, (size_t)(slash - dir));
+        iddir[slash - dir] = '\0';
+        lock = shim_session_lock(iddir, 2000);
+    }
+    if (shim_store_is_own(dir, "sock", own))
+        shim_session_remove(dir, cid, settings);
+    else
+        LOG_INFO("session %s: its directory is a successor's now; left to it", cid);
+    if (lock >= 0)
+        close(lock);
+}
+
 int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *o,
                      const char *settings, struct shim_sandbox *sb, int reply)
 {
@@ -306,6 +330,7 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
     char cid[64], pidtxt[32];
     struct sessiond_waiting w = {.n = 0};
     struct greeting g;
+    struct shim_store_own own;
     long long last;
     int lfd;
 
@@ -317,6 +342,8 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
     write_file(dir, "cntr", cid);
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
     write_file(dir, "pid", pidtxt);
+    snprintf(pidtxt, sizeof(pidtxt), "%d", o->ttl_s); /* for `codeshim sessions` */
+    write_file(dir, "ttl", pidtxt);
     lfd = shim_proto_socket(dir, 1);
     if (lfd < 0) {
         reply_host(reply, cid, settings, "the session's socket could not be made");
@@ -324,6 +351,7 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
         shim_session_remove(dir, cid, settings);
         return 1;
     }
+    shim_store_mark(dir, "sock", &own);
     reply_host(reply, cid, settings, NULL);
     LOG_INFO("session %s up, idle limit %d s", cid, o->ttl_s);
     last = now_s();
@@ -348,6 +376,6 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
     sessiond_waiting_close(&w);
     close(lfd);
     shim_sandbox_close(sb);
-    shim_session_remove(dir, cid, settings);
+    leave(dir, cid, settings, &own);
     return 0;
 }

@@ -86,8 +86,10 @@ int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON 
     cJSON *doc, *input, *outs, *it, *merged;
     int rc;
 
-    if (!prev || entry_path(cfg, identity, prev, path, sizeof(path)) < 0)
+    if (!prev)
         return 0;
+    if ((rc = entry_path(cfg, identity, prev, path, sizeof(path))) < 0)
+        return rc == -ENAMETOOLONG ? 0 : -ENOLINK;
     text = malloc(ENTRY_MAX);
     if (!text)
         return 0;

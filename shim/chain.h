@@ -25,7 +25,9 @@ struct shim_config;
 int shim_chain_save(const struct shim_config *cfg, const char *identity,
                     const char *answer_id, const char *upstream_id, const cJSON *outputs);
 /* Rewrites the upstream request up when its previous_response_id is a
- * remembered answer. Returns 1 when it did, 0 otherwise. */
+ * remembered answer. Returns 1 when it did, 0 otherwise, or -ENOLINK when
+ * up continues an answer but the runtime directory is not usable (whether
+ * it is one of codeshim's cannot be told; shim_store_why() says why). */
 int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON *up);
 
 #endif

@@ -12,7 +12,9 @@
 #include "ids.h"
 #include "json.h"
 #include "log.h"
+#include "store.h"
 #include "files.h"
+#include "http.h"
 #include "multipart.h"
 #include "session.h"
 #include "sink.h"
@@ -38,6 +40,25 @@ struct call {
     struct shim_sink sink;
     char identity[65];
 };
+
+/* The program's own CA, proxy and resolve settings, with which a sandbox
+ * backend is reached over HTTP (as the request loop does). */
+static struct shim_http_net program_net(const struct call *c)
+{
+    const struct shim_handle_view *v = c->v;
+    struct shim_http_net net = {v->flavor, v->net[0], v->net[1], v->net[2], v->net[3],
+                                v->net[4]};
+
+    return net;
+}
+
+/* The running sandbox of container cid, whichever session's it is. */
+static int find_live(const struct call *c, const char *cid, struct shim_session **out)
+{
+    struct shim_http_net net = program_net(c);
+
+    return shim_session_find_container(c->cfg, c->identity, cid, &net, out);
+}
 
 enum shim_capi_op shim_containers_match(const struct shim_handle_view *v,
                                         struct shim_capi_route *r)
@@ -97,8 +118,9 @@ static CURLcode store_error(struct call *c, int rc, const char *id)
                      "disk (CODESHIM_DISK), the budget for this API key (CODESHIM_FILES_DISK) "
                      "or the file count.");
     if (rc == -EPERM)
-        return error(c, 500, "server_error", NULL,
-                     "codeshim's private runtime directory is not usable (see its log).");
+        return error(c, 500, "server_error", NULL, "%s.", shim_store_why());
+    if (rc == -ENOSPC) /* the user's budget, all keys together (or a full disk) */
+        return error(c, 507, "server_error", NULL, "%s.", shim_store_why());
     return error(c, 500, "server_error", NULL, "codeshim could not store this: %s.",
                  strerror(-rc));
 }
@@ -228,11 +250,12 @@ static CURLcode get(struct call *c)
 static CURLcode del(struct call *c)
 {
     struct shim_container k;
+    struct shim_http_net net = program_net(c);
     int rc = shim_cstore_delete(c->cfg, c->identity, c->r->cid, &k);
 
     if (rc < 0)
         return store_error(c, rc, c->r->cid);
-    shim_session_drop(c->cfg, c->identity, c->r->cid, k.session);
+    shim_session_drop(c->cfg, c->identity, c->r->cid, k.session, &net);
     LOG_INFO("containers API: deleted %s", c->r->cid);
     return send_json(c, 200, shim_capi_deleted(c->r->cid, "container.deleted"));
 }
@@ -319,7 +342,7 @@ static void to_live_sandbox(struct call *c, const char *cid, const char *name, c
     struct shim_session *live;
     int rc;
 
-    if (shim_session_find_container(c->cfg, c->identity, cid, &live) < 0)
+    if (find_live(c, cid, &live) < 0)
         return;
     rc = shim_session_file_put(live, name, data, len);
     if (rc < 0)
@@ -334,8 +357,7 @@ static void from_live_sandbox(struct call *c, const char *cid, const char *path)
     struct shim_session *live;
     int rc;
 
-    if (strncmp(path, "/mnt/data/", 10) ||
-        shim_session_find_container(c->cfg, c->identity, cid, &live) < 0)
+    if (strncmp(path, "/mnt/data/", 10) || find_live(c, cid, &live) < 0)
         return;
     rc = shim_session_file_remove(live, path + 10);
     if (rc < 0 && rc != -ENOENT)

@@ -223,7 +223,8 @@ int shim_cstore_issued(const struct shim_config *cfg, const char *cid)
     return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Calls fn on each live container identity owns; the count, or -errno. */
+/* Calls fn on each live container identity owns (every identity's with
+ * NULL: the user's); the count, or -errno. */
 static int each_container(const struct shim_config *cfg, const char *identity,
                           void (*fn)(const char *dir, const struct shim_container *c, void *ud),
                           void *ud)
@@ -244,7 +245,7 @@ static int each_container(const struct shim_config *cfg, const char *identity,
         rc = read_meta(dir, &c, owner);
         if (rc == -ESTALE && (long long)time(NULL) > c.last_active_at + TOMBSTONE_S)
             remove_tree(dir); /* anyone's old tombstone */
-        if (rc < 0 || strcmp(owner, identity))
+        if (rc < 0 || (identity && strcmp(owner, identity)))
             continue;
         if (expired(&c)) {
             bury(dir, &c, owner);
@@ -399,6 +400,20 @@ int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity,
     return 0;
 }
 
+int shim_cstore_served(const struct shim_config *cfg, const char *identity, const char *cid)
+{
+    struct shim_container c;
+    char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 16];
+    int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
+
+    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "served") < 0)
+        return rc < 0 ? rc : -ENAMETOOLONG;
+    if (access(p, F_OK) == 0)
+        return 1;
+    rc = shim_store_write(p, "");
+    return rc < 0 ? rc : 0;
+}
+
 static int read_record(const char *dir, const char *fid, struct shim_cfile *f)
 {
     char p[SHIM_PATH_MAX + 80], text[2048];
@@ -507,13 +522,15 @@ static void add_usage(const char *dir, const struct shim_container *c, void *ud)
     free(v);
 }
 
-int shim_cstore_put(const struct shim_config *cfg, const char *identity, const char *cid,
-                    const char *path, const void *data, size_t len, const char *source,
-                    struct shim_cfile *out)
+/* shim_cstore_put under the user's lock: the budgets' counts and the
+ * write are one step for every process of the user. */
+static int put(const struct shim_config *cfg, const char *identity, const char *cid,
+               const char *path, const void *data, size_t len, const char *source,
+               struct shim_cfile *out)
 {
     struct shim_container c;
     struct shim_cfile *v = NULL, f;
-    struct usage u = {0};
+    struct usage u = {0}, all = {0};
     unsigned long long mine = 0; /* this container's other files */
     int replaced = 0;
     char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80], *rec;
@@ -528,10 +545,13 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
     if ((rc = records(dir, &v, &n)) < 0)
         return rc;
     each_container(cfg, identity, add_usage, &u);
+    each_container(cfg, NULL, add_usage, &all);
     for (i = 0; i < n; i++) {
         if (!strcmp(v[i].path, path)) {
             if (u.bytes >= (unsigned long long)v[i].bytes)
                 u.bytes -= (unsigned long long)v[i].bytes; /* replaced below */
+            if (all.bytes >= (unsigned long long)v[i].bytes)
+                all.bytes -= (unsigned long long)v[i].bytes;
             replaced = 1;
         } else {
             mine += (unsigned long long)v[i].bytes;
@@ -542,6 +562,14 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
         mine + len > cfg->disk_limit) {
         free(v);
         return -EDQUOT;
+    }
+    if (all.bytes + len > cfg->user_files_disk) { /* every key's files together */
+        free(v);
+        shim_store_set_why("codeshim cannot store this file: this user's container files "
+                           "(%llu bytes, across all API keys) would exceed "
+                           "CODESHIM_USER_FILES_DISK (%llu bytes)", all.bytes,
+                           cfg->user_files_disk);
+        return -ENOSPC;
     }
     memset(&f, 0, sizeof(f));
     shim_id_make(f.id, sizeof(f.id), "cfile_", 32);
@@ -559,8 +587,9 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
     rec = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     rc = rec ? file_path(dir, 'f', f.id, p, sizeof(p)) : -ENOMEM;
-    if (rc == 0)
-        rc = shim_store_write_bytes(p, data, len);
+    if (rc == 0 && (rc = shim_store_write_bytes(p, data, len)) == -ENOSPC)
+        shim_store_set_why("codeshim cannot store this file: the disk of its runtime "
+                           "directory is full");
     if (rc == 0 && (rc = file_path(dir, 'm', f.id, p, sizeof(p))) == 0 &&
         (rc = shim_store_write(p, rec)) < 0) {
         file_path(dir, 'f', f.id, p, sizeof(p));
@@ -578,6 +607,19 @@ int shim_cstore_put(const struct shim_config *cfg, const char *identity, const c
         if (out)
             *out = f;
     }
+    return rc;
+}
+
+int shim_cstore_put(const struct shim_config *cfg, const char *identity, const char *cid,
+                    const char *path, const void *data, size_t len, const char *source,
+                    struct shim_cfile *out)
+{
+    int lock = shim_store_user_lock(cfg, 30000), rc;
+
+    if (lock < 0)
+        return lock == -ETIMEDOUT ? -EBUSY : lock;
+    rc = put(cfg, identity, cid, path, data, len, source, out);
+    close(lock);
     return rc;
 }
 

@@ -52,7 +52,10 @@ int shim_cstore_gone(const struct shim_config *cfg, const char *identity, const 
 
 /* Stores a file at path (/mnt/data/NAME); a file already at that path is
  * replaced (the new one gets a new id). -EFBIG past file_max, -EDQUOT past
- * the identity's budget or the file count, -ENOENT without the container. */
+ * the identity's budget or the file count, -ENOSPC past the user's budget
+ * (every identity's files: CODESHIM_USER_FILES_DISK, counted and written
+ * under the user's lock) or on a full disk (shim_store_why() says which),
+ * -ENOENT without the container. */
 int shim_cstore_put(const struct shim_config *cfg, const char *identity, const char *cid,
                     const char *path, const void *data, size_t len, const char *source,
                     struct shim_cfile *out);
@@ -68,5 +71,9 @@ int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity,
                             char *out, size_t n);
 int shim_cstore_remove(const struct shim_config *cfg, const char *identity, const char *cid,
                        const char *fid);
+/* A sandbox serves cid now: 1 when one did before, 0 for the first (now
+ * marked), or -errno. A new sandbox of a container no sandbox ever served
+ * has no earlier state to have lost. */
+int shim_cstore_served(const struct shim_config *cfg, const char *identity, const char *cid);
 
 #endif

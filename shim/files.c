@@ -94,6 +94,7 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
                        const char *identity, struct shim_session *box, int bound)
 {
     struct shim_container c;
+    int served;
 
     memset(f, 0, sizeof(*f));
     snprintf(f->cid, sizeof(f->cid), "%s", shim_session_container_id(box));
@@ -108,13 +109,18 @@ void shim_files_opened(struct shim_files *f, const struct shim_config *cfg,
     }
     reload(f, cfg, identity);
     replaced_note(f, cfg, identity);
+    served = shim_cstore_served(cfg, identity, f->cid);
     if (bound && shim_session_is_new(box)) {
         restore(f, cfg, identity, box);
-        snprintf(f->note, sizeof(f->note),
-                 "[Note: the earlier sandbox of container %s has expired (or was started "
-                 "with other sandbox settings); its variables and imports are not here. This "
-                 "is a new sandbox for the same container%s.]\n",
-                 f->cid, f->n ? ", with its files back in /mnt/data" : "");
+        if (served == 1)
+            snprintf(f->note, sizeof(f->note),
+                     "[Note: the earlier sandbox of container %s has expired (or was started "
+                     "with other sandbox settings); its variables and imports are not here. "
+                     "This is a new sandbox for the same container%s.]\n",
+                     f->cid, f->n ? ", with its files back in /mnt/data" : "");
+        else if (f->n)
+            snprintf(f->note, sizeof(f->note),
+                     "[Note: container %s's files are in /mnt/data.]\n", f->cid);
     }
 }
 

@@ -164,6 +164,34 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* A CURLOPT_RESOLVE list as one string, its entries joined by '\n' (an
+ * entry holding one is left out), at most RESOLVE_MAX bytes; NULL for an
+ * empty list (or no memory: the option then does not apply). */
+#define RESOLVE_MAX 16384
+static char *joined(const struct curl_slist *l)
+{
+    char *out = NULL;
+    size_t n = 0;
+
+    for (; l; l = l->next) {
+        size_t k = l->data ? strlen(l->data) : 0;
+        char *t;
+
+        if (!k || strchr(l->data, '\n') || n + k + 2 > RESOLVE_MAX)
+            continue;
+        if (!(t = realloc(out, n + k + 2))) {
+            free(out);
+            return NULL;
+        }
+        out = t;
+        if (n)
+            out[n++] = '\n';
+        memcpy(out + n, l->data, k + 1);
+        n += k;
+    }
+    return out;
+}
+
 static void classify_url(struct entry *e)
 {
     e->url_api = shim_classify_url(e->url);
@@ -292,6 +320,10 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->net[i] = dup_or_null(v.p);
         break;
     }
+    case CURLOPT_RESOLVE:
+        free(e->net[4]);
+        e->net[4] = joined(v.p);
+        break;
     default:
         break;
     }
@@ -310,6 +342,7 @@ static int interesting(CURLoption opt)
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY:
     case CURLOPT_TIMEOUT: case CURLOPT_TIMEOUT_MS: case CURLOPT_NOPROGRESS:
     case CURLOPT_XFERINFOFUNCTION: case CURLOPT_PROGRESSFUNCTION: case CURLOPT_XFERINFODATA:
+    case CURLOPT_RESOLVE:
         return 1;
     default:
         return 0;

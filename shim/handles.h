@@ -40,7 +40,7 @@ union shim_optval {
     curl_off_t off;
 };
 
-#define SHIM_HANDLE_NET 4
+#define SHIM_HANDLE_NET 5
 
 /* What bounds and reports a transfer (limits.h): CURLOPT_TIMEOUT(_MS)
  * as milliseconds (0: none), NOPROGRESS, XFERINFOFUNCTION or
@@ -77,8 +77,9 @@ struct shim_handle_view {
     char *errorbuffer;
     struct shim_handle_limits lim;
     struct shim_creds creds; /* credential options, as digests */
-    /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY (owned; NULL: not set):
-     * what codeshim's own calls to a sandbox backend honour (http.h) */
+    /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY and _RESOLVE (its entries
+     * joined by '\n') (owned; NULL: not set): what codeshim's own calls to
+     * a sandbox backend honour (http.h) */
     char *net[SHIM_HANDLE_NET];
 };
 

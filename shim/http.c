@@ -19,6 +19,7 @@ struct shim_http {
     const struct shim_curl_api *api;
     CURL *h;
     char *opt[4]; /* cainfo, capath, proxy, noproxy (copies) */
+    struct curl_slist *resolve; /* the program's CURLOPT_RESOLVE entries */
 };
 
 /* What one call's callbacks fill. */
@@ -32,9 +33,9 @@ struct call {
 
 int shim_http_open(const struct shim_http_net *net, struct shim_http **out)
 {
-    const char *src[4] = {net->cainfo, net->capath, net->proxy, net->noproxy};
+    const char *src[4] = {net->cainfo, net->capath, net->proxy, net->noproxy}, *p;
     struct shim_http *c;
-    size_t i;
+    size_t i, k;
 
     *out = NULL;
     c = calloc(1, sizeof(*c));
@@ -52,6 +53,19 @@ int shim_http_open(const struct shim_http_net *net, struct shim_http **out)
         }
     shim_guard_enter();
     c->h = c->api->easy_init();
+    for (p = net->resolve; c->h && p && *p; p += k + (p[k] == '\n')) {
+        char one[512];
+        struct curl_slist *l;
+
+        k = strcspn(p, "\n");
+        if (!k || k >= sizeof(one))
+            continue;
+        memcpy(one, p, k);
+        one[k] = '\0';
+        if (!(l = c->api->slist_append(c->resolve, one)))
+            break;
+        c->resolve = l;
+    }
     shim_guard_leave();
     if (!c->h) {
         shim_http_close(c);
@@ -70,6 +84,11 @@ void shim_http_close(struct shim_http *c)
     if (c->h) {
         shim_guard_enter();
         c->api->easy_cleanup(c->h);
+        shim_guard_leave();
+    }
+    if (c->resolve) {
+        shim_guard_enter();
+        c->api->slist_free_all(c->resolve);
         shim_guard_leave();
     }
     for (i = 0; i < 4; i++)
@@ -110,7 +129,8 @@ long shim_http_retry_after(const char *v, time_t now)
 }
 
 /* A header line: the status line starts a new answer (only the last one
- * counts); Retry-After is the one header read. */
+ * counts); Retry-After and X-Next-Token (e2b's paging) are the headers
+ * read. */
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
     struct call *k = ud;
@@ -121,6 +141,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
         const char *sp = memchr(p, ' ', len);
         k->r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         k->r->retry_after_s = -1;
+        k->r->next_token[0] = '\0';
         k->stream = k->rq->on_line && k->r->status >= 200 && k->r->status < 300;
         return len;
     }
@@ -128,6 +149,16 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
         memcpy(line, p + 12, len - 12);
         line[len - 12] = '\0';
         k->r->retry_after_s = shim_http_retry_after(line, time(NULL));
+    }
+    if (len > 13 && len - 13 < sizeof(k->r->next_token) && !strncasecmp(p, "X-Next-Token:", 13)) {
+        size_t a = 13, b = len;
+
+        while (a < b && (p[a] == ' ' || p[a] == '\t'))
+            a++;
+        while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+            b--;
+        memcpy(k->r->next_token, p + a, b - a);
+        k->r->next_token[b - a] = '\0';
     }
     return len;
 }
@@ -207,6 +238,8 @@ static CURLcode setup(struct shim_http *c, const struct shim_http_req *rq, struc
     for (i = 0; i < 4 && rc == CURLE_OK; i++)
         if (c->opt[i])
             rc = a->easy_setopt(h, opts[i], c->opt[i]);
+    if (rc == CURLE_OK && c->resolve)
+        rc = a->easy_setopt(h, CURLOPT_RESOLVE, c->resolve);
     if (rc == CURLE_OK)
         rc = a->easy_setopt(h, CURLOPT_URL, rq->url);
     if (rc != CURLE_OK)

@@ -31,6 +31,7 @@ struct shim_http_net {
     const char *capath;  /* CURLOPT_CAPATH */
     const char *proxy;   /* CURLOPT_PROXY */
     const char *noproxy; /* CURLOPT_NOPROXY */
+    const char *resolve; /* CURLOPT_RESOLVE, its entries joined by '\n' */
 };
 
 struct shim_http;
@@ -59,6 +60,7 @@ struct shim_http_resp {
     char *body;         /* NUL-terminated (possibly ""); owned */
     size_t len;
     long retry_after_s; /* Retry-After, in seconds from now; -1: none */
+    char next_token[256]; /* X-Next-Token (a paged list's next page), or "" */
     int truncated;      /* past max_body or max_line: the transfer was cut */
     int stopped;        /* on_line asked to stop */
     int timed_out;      /* the total timeout hit (the connection is closed) */

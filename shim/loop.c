@@ -49,6 +49,10 @@ struct run {
     cJSON *calls; /* each call so far as a cassette matches on it (match.h) */
     char id[32]; /* request id in traces */
     char identity[65]; /* whose sessions and continuations (store.h) */
+    /* a session refused (SHIM_SESSION_NO_STORE, _USER_CAP): the request
+     * ends with an error answer saying why, once the calls are answered */
+    int refused;
+    char refusal[640];
 };
 
 /* a + b + c in a new string (NULL when out of memory). */
@@ -68,15 +72,31 @@ static void identify(struct run *r)
     shim_identity_of(r->v->headers, r->v->url, &r->v->creds, r->identity);
 }
 
+/* Whether the request names a container (tools[].container, a string):
+ * codeshim's containers live in the runtime directory. */
+static int names_container(const cJSON *req)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "tools"))
+    {
+        const char *c = shim_json_str(it, "container");
+        if (c && !strncmp(c, "cntr_", 5))
+            return 1;
+    }
+    return 0;
+}
+
 /* The sandbox for this request: a session's, or a private one. */
 static int open_box(struct run *r)
 {
     const char *refs[16];
     struct shim_session_req rq;
+    char root[SHIM_PATH_MAX];
     int rc;
-    /* the program's CA and proxy settings, for a sandbox reached over HTTP */
+    /* the program's CA, proxy and resolve settings, for a sandbox reached over HTTP */
     struct shim_http_net net = {r->v->flavor, r->v->net[0], r->v->net[1], r->v->net[2],
-                                r->v->net[3]};
+                                r->v->net[3], r->v->net[4]};
 
     memset(&rq, 0, sizeof(rq));
     rq.net = &net;
@@ -85,8 +105,16 @@ static int open_box(struct run *r)
     rq.ncontainers = shim_conv_container_refs(r->req, refs, 16);
     rq.containers = refs;
     rq.bind_container = shim_files_bound(r->cfg, r->identity, r->req, rq.session_id != NULL);
-    rc = shim_session_open(r->cfg, &rq, &r->box);
+    if (!rq.bind_container && names_container(r->req) && !shim_sandbox_keeps_sessions(r->cfg) &&
+        shim_store_runtime(r->cfg, root, sizeof(root)) < 0)
+        rc = SHIM_SESSION_NO_STORE; /* a named container cannot be looked up */
+    else
+        rc = shim_session_open(r->cfg, &rq, &r->box);
     r->bound = rq.bind_container != NULL;
+    if ((rc == SHIM_SESSION_NO_STORE || rc == SHIM_SESSION_USER_CAP) && !r->refused) {
+        r->refused = rc;
+        snprintf(r->refusal, sizeof(r->refusal), "%s", shim_store_why());
+    }
     if (rc == 0) {
         shim_files_opened(&r->files, r->cfg, r->identity, r->box, r->bound);
         shim_files_place(&r->files, r->cfg, r->identity, r->box, &r->in);
@@ -155,6 +183,9 @@ static void run_call(struct run *r, struct shim_call *c)
                           ". Call the tool again with a JSON object such as "
                           "{\"code\": \"print(1 + 1)\"}.");
         c->status = "failed";
+    } else if (r->refused && !r->box) { /* the request ends with the refusal */
+        c->output = join3("Error: ", r->refusal, " The code was not run.");
+        c->status = "failed";
     } else if (rc < 0) {
         c->output = join3("Error: the sandbox could not be started (", strerror(-rc),
                           "); the code was not run.");
@@ -211,6 +242,23 @@ static CURLcode oom(struct run *r)
     return shim_sink_fail(&r->sink, CURLE_OUT_OF_MEMORY, "codeshim: out of memory");
 }
 
+/* An OpenAI-shaped error answer of codeshim's own, whole (the caller
+ * logs it as fits). */
+static CURLcode send_error(struct run *r, long status, const char *msg, const char *type,
+                           const char *param, const char *code)
+{
+    cJSON *err = shim_json_error(msg, type, param, code);
+    char *body = err ? cJSON_PrintUnformatted(err) : NULL;
+    CURLcode rc;
+
+    rc = body ? shim_sink_whole(&r->sink, status, CURL_HTTP_VERSION_1_1, NULL, 0,
+                                "application/json", body, strlen(body))
+              : oom(r);
+    free(body);
+    cJSON_Delete(err);
+    return rc;
+}
+
 /* The settings this request's code runs under (a named sandbox of
  * CODESHIM_CONFIG, or the environment's); NULL once the program has an
  * OpenAI-shaped error saying why it cannot have them. */
@@ -220,8 +268,6 @@ static const struct shim_config *pick_settings(struct run *r, const cJSON *req)
     const char *name = shim_conv_sandbox_name(req, &named);
     char why[1024];
     const struct shim_config *cfg = shim_config_sandbox(name, named, why, sizeof(why), &status);
-    cJSON *err;
-    char *body;
 
     if (cfg)
         return cfg;
@@ -231,18 +277,9 @@ static const struct shim_config *pick_settings(struct run *r, const cJSON *req)
         LOG_INFO("answered 500 without sending the request: %s", why);
     else
         LOG_WARN("answered %d without sending the request: %s", status, why);
-    err = shim_json_error(why, status == 500 ? "server_error" : "invalid_request_error",
-                          status == 500 ? NULL : named ? "metadata.codeshim_sandbox"
-                                                       : "tools.container",
-                          status == 500 ? "codeshim_config" : "unknown_sandbox");
-    body = err ? cJSON_PrintUnformatted(err) : NULL;
-    if (body)
-        shim_sink_whole(&r->sink, status, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
-                        body, strlen(body));
-    else
-        oom(r);
-    free(body);
-    cJSON_Delete(err);
+    send_error(r, status, why, status == 500 ? "server_error" : "invalid_request_error",
+               status == 500 ? NULL : named ? "metadata.codeshim_sandbox" : "tools.container",
+               status == 500 ? "codeshim_config" : "unknown_sandbox");
     return NULL;
 }
 
@@ -306,22 +343,10 @@ static CURLcode fail_stream(struct run *r, const char *code, const char *message
  * stream once the stream began, else as a 502 with OpenAI's error body. */
 static CURLcode broken_reply(struct run *r, const char *msg)
 {
-    cJSON *body;
-    char *json;
-    CURLcode rc;
-
     LOG_WARN("%s", msg);
     if (r->streaming)
         return fail_stream(r, "upstream_error", msg);
-    body = shim_json_error(msg, "server_error", NULL, "upstream_error");
-    json = body ? cJSON_PrintUnformatted(body) : NULL;
-    cJSON_Delete(body);
-    if (!json)
-        return oom(r);
-    rc = shim_sink_whole(&r->sink, 502, CURL_HTTP_VERSION_1_1, NULL, 0, "application/json",
-                         json, strlen(json));
-    free(json);
-    return rc;
+    return send_error(r, 502, msg, "server_error", NULL, "upstream_error");
 }
 
 /* An upstream answer that JSON readers would read differently (a key
@@ -555,6 +580,20 @@ static CURLcode answer(struct run *r, const struct shim_http_reply *rep, const c
     return rc;
 }
 
+/* A session refused (r->refused): 429 for a per-user cap (OpenAI's
+ * rate-limit shape: the program may retry later), 500 for a runtime
+ * directory that is not private; a failure event once streaming. */
+static CURLcode refusal(struct run *r)
+{
+    int cap = r->refused == SHIM_SESSION_USER_CAP;
+
+    LOG_WARN("%s", r->refusal);
+    if (r->streaming)
+        return fail_stream(r, cap ? "rate_limit_exceeded" : "server_error", r->refusal);
+    return send_error(r, cap ? 429 : 500, r->refusal, cap ? "requests" : "server_error", NULL,
+                      cap ? "rate_limit_exceeded" : "codeshim_runtime_dir");
+}
+
 /* One upstream round trip and what follows from it. Returns 1 to go on
  * (up holds the next request), 0 when the program's answer has been
  * delivered (*rc set). */
@@ -585,6 +624,8 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     skipped = run_calls(r, calls, n);
     if (r->sink.rc != CURLE_OK) { /* the program stopped reading */
         *rc = shim_sink_end(&r->sink);
+    } else if (r->refused) {
+        *rc = refusal(r);
     } else if (skipped && !r->capped && !foreign) {
         /* One last call, with the unrun calls answered and no tool
          * allowed: the upstream's stored conversation stays consistent,
@@ -612,8 +653,6 @@ static int bring_files(struct run *r, struct shim_upstream *u, cJSON *up, CURLco
 {
     const char *param = NULL;
     char why[600];
-    cJSON *ebody;
-    char *body;
     int err = shim_files_inputs(&r->in, r->cfg, r->req, u, why, sizeof(why), &param);
 
     if (err == 0) {
@@ -625,13 +664,7 @@ static int bring_files(struct run *r, struct shim_upstream *u, cJSON *up, CURLco
         return 0;
     }
     LOG_WARN("answered 400 without sending the request: %s", why);
-    ebody = shim_json_error(why, "invalid_request_error", param, "invalid_file");
-    body = ebody ? cJSON_PrintUnformatted(ebody) : NULL;
-    *rc = body ? shim_sink_whole(&r->sink, 400, CURL_HTTP_VERSION_1_1, NULL, 0,
-                                 "application/json", body, strlen(body))
-               : oom(r);
-    free(body);
-    cJSON_Delete(ebody);
+    *rc = send_error(r, 400, why, "invalid_request_error", param, "invalid_file");
     return 0;
 }
 
@@ -684,8 +717,11 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     r.cv.max_exec = exec_cap(r.cfg, req);
     up = r.ops->prepare(req, &r.cv);
     identify(&r);
-    if (up && kind == SHIM_API_RESPONSES)
-        shim_chain_apply(r.cfg, r.identity, up);
+    if (up && kind == SHIM_API_RESPONSES && shim_chain_apply(r.cfg, r.identity, up) < 0) {
+        rc = send_error(&r, 500, shim_store_why(), "server_error", "previous_response_id",
+                        "codeshim_runtime_dir");
+        goto out;
+    }
     if (!up || (orc = shim_upstream_open(api, h, v, kind, &u)) < 0) {
         rc = orc == -ENOTSUP ? shim_sink_fail(&r.sink, CURLE_FAILED_INIT, SHIM_UPSTREAM_NODUP)
                              : oom(&r);

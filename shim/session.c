@@ -15,6 +15,7 @@
 #include "json.h"
 #include "log.h"
 #include "proto.h"
+#include "quota.h"
 #include "sha256.h"
 #include "store.h"
 
@@ -149,7 +150,7 @@ static int alive(const char *dir)
 
 static void remove_dir(const char *dir)
 {
-    static const char *const files[] = {"sock", "cntr", "pid"};
+    static const char *const files[] = {"sock", "cntr", "pid", "ttl"};
     char p[SHIM_PATH_MAX + 8];
     size_t i;
 
@@ -242,6 +243,11 @@ static int take_deleted(struct shim_session *b, char out[64])
     }
     unlink(p);
     return 0;
+}
+
+void shim_session_stop(const char *dir)
+{
+    end_session(dir);
 }
 
 /* ---------------- starting a session host ---------------- */
@@ -377,6 +383,13 @@ static int start_session(struct shim_session *b)
     if ((rc = host_dir(b, hd, sizeof(hd))) < 0)
         return rc;
     fd = connect_dir(hd);
+    if ((rc = shim_quota_session(b->cfg, b->dir, fd < 0 ? hd : NULL)) < 0) { /* all keys' */
+        if (fd >= 0)
+            close(fd);
+        if (fd < 0) /* the host directory made for nothing */
+            rmdir(hd);
+        return rc == -EUSERS ? SHIM_SESSION_USER_CAP : rc;
+    }
     if (fd < 0) {
         if ((rc = spawn_host(b->cfg, hd, b->settings)) < 0)
             return rc;
@@ -392,23 +405,7 @@ static int start_session(struct shim_session *b)
 
 int shim_session_lock(const char *iddir, int wait_ms)
 {
-    char p[SHIM_PATH_MAX + 8];
-    int fd, waited = 0;
-
-    if (shim_store_join(p, sizeof(p), iddir, ".lock") < 0)
-        return -ENAMETOOLONG;
-    fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        struct timespec ts = {0, 10 * 1000000};
-        if (errno != EWOULDBLOCK || (waited += 10) > wait_ms) {
-            close(fd);
-            return -ETIMEDOUT;
-        }
-        nanosleep(&ts, NULL);
-    }
-    return fd;
+    return shim_store_lock(iddir, wait_ms);
 }
 
 int shim_session_is_name(const char *n)
@@ -735,9 +732,10 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
             b->iddir[0] = '\0'; /* no note of deletions then */
         return open_remote(b, rq);
     }
-    if ((!rq->session_id && !rq->ncontainers && !b->bind[0]) ||
-        shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
+    if (!rq->session_id && !rq->ncontainers && !b->bind[0])
         return open_private(b, rq);
+    if (shim_store_identity_dir(cfg, rq->identity, b->iddir, sizeof(b->iddir)) < 0)
+        return rq->session_id || b->bind[0] ? SHIM_SESSION_NO_STORE : open_private(b, rq);
     lk = shim_session_lock(b->iddir, LOCK_WAIT_MS);
     if (lk < 0) {
         LOG_WARN("session lock: %s; using a private sandbox", strerror(-lk));
@@ -761,6 +759,8 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
     if (rc == 0) /* mark as recently used, for the LRU cap */
         utimensat(AT_FDCWD, b->dir, NULL, 0);
     close(lk);
+    if (rc == SHIM_SESSION_USER_CAP || rc == SHIM_SESSION_NO_STORE)
+        return rc;
     if (rc != 0) {
         if (rc < 0)
             LOG_WARN("session unavailable (%s); using a private sandbox", strerror(-rc));
@@ -1104,7 +1104,8 @@ int shim_session_file_remove(struct shim_session *b, const char *name)
 }
 
 int shim_session_find_container(const struct shim_config *cfg, const char *identity,
-                                const char *cid, struct shim_session **out)
+                                const char *cid, const struct shim_http_net *net,
+                                struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
 
@@ -1122,6 +1123,7 @@ int shim_session_find_container(const struct shim_config *cfg, const char *ident
     if (shim_sandbox_keeps_sessions(cfg)) { /* e2b: found in e2b, never made here */
         struct shim_session_req rq;
         memset(&rq, 0, sizeof(rq));
+        rq.net = net;
         rq.identity = identity;
         rq.bind_container = b->bind;
         if (remote_sandbox(cfg, &rq, b->settings, 1, &b->sb, b->name) != 0) {
@@ -1143,7 +1145,7 @@ int shim_session_find_container(const struct shim_config *cfg, const char *ident
 }
 
 void shim_session_drop(const struct shim_config *cfg, const char *identity, const char *cid,
-                       const char *session)
+                       const char *session, const struct shim_http_net *net)
 {
     struct shim_session *live;
     char iddir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
@@ -1156,7 +1158,7 @@ void shim_session_drop(const struct shim_config *cfg, const char *identity, cons
         if (!shim_sandbox_keeps_sessions(cfg))
             lk = shim_session_lock(iddir, LOCK_WAIT_MS); /* no open attaches meanwhile */
     }
-    if (shim_session_find_container(cfg, identity, cid, &live) == 0) {
+    if (shim_session_find_container(cfg, identity, cid, net, &live) == 0) {
         LOG_INFO("container %s deleted: its sandbox is ended", cid);
         shim_session_end(live);
     }

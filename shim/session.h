@@ -26,8 +26,10 @@
  *                                                ended, until the session's
  *                                                next sandbox says so
  * Names are hashes: they reveal neither keys nor session ids. The runtime
- * directory must be private to the user (store.h), else sessions are
- * refused (and each request gets a private sandbox). Each identity holds
+ * directory must be private to the user (store.h), else a request with a
+ * session id or an explicit container is refused (a replayed container
+ * reference alone gets a private sandbox, and the note that the old one
+ * is gone). Each identity holds
  * at most CODESHIM_SESSION_CAP live sessions; opening one more closes the
  * least recently used.
  *
@@ -48,6 +50,7 @@
 
 #include "sandbox.h"
 
+#include <errno.h>
 #include <stddef.h>
 
 struct shim_config;
@@ -66,7 +69,13 @@ struct shim_session_req {
     const struct shim_http_net *net;
 };
 
-/* Opens the sandbox for a request. 0 or -errno. */
+/* Opens the sandbox for a request. 0 or -errno; two refusals end the
+ * request with an error answer, shim_store_why() saying why:
+ * SHIM_SESSION_NO_STORE, a session (a session id, an explicit container)
+ * without a private runtime directory; SHIM_SESSION_USER_CAP, a new
+ * session past the user's caps (quota.h). */
+#define SHIM_SESSION_NO_STORE (-ENOLINK)
+#define SHIM_SESSION_USER_CAP (-EUSERS)
 int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
                   struct shim_session **out);
 /* Runs code; same contract as shim_sandbox_exec_until (stop may be
@@ -94,9 +103,11 @@ int shim_session_file_remove(struct shim_session *b, const char *name);
  * session id's, an explicit container's, or one named later in
  * tools[].container), if there is one (none is started): 0 with *out
  * (close it), or -ENOENT. File calls on it fail (-ESTALE) once it is
- * another container's. */
+ * another container's. net: the program's CA, proxy and resolve
+ * settings, for a backend reached over HTTP (e2b), or NULL. */
 int shim_session_find_container(const struct shim_config *cfg, const char *identity,
-                                const char *cid, struct shim_session **out);
+                                const char *cid, const struct shim_http_net *net,
+                                struct shim_session **out);
 /* Ends a found session's sandbox now (its supervisor exits, waited for)
  * and closes b. */
 void shim_session_end(struct shim_session *b);
@@ -104,9 +115,9 @@ void shim_session_end(struct shim_session *b);
  * the identity's lock: no request attaches to it meanwhile), and session
  * (shim_session_key of the session it was made for, or "") is left a
  * mark, so that the session's next sandbox tells the model its container
- * was deleted. */
+ * was deleted. net as for shim_session_find_container. */
 void shim_session_drop(const struct shim_config *cfg, const char *identity, const char *cid,
-                       const char *session);
+                       const char *session, const struct shim_http_net *net);
 /* The session's name (a hash, shim_session_name) when the sandbox is a
  * session's, else "". */
 const char *shim_session_key(const struct shim_session *b);
@@ -128,6 +139,10 @@ void shim_session_settings(const struct shim_config *cfg, char out[65]);
  * map entry of its container cid under settings: what a supervisor leaves
  * when it ends. */
 void shim_session_remove(const char *dir, const char *cid, const char *settings);
+/* Asks the supervisor of the session directory dir to end its session
+ * (SIGTERM by its pid file when it does not answer): `codeshim sessions
+ * stop`. */
+void shim_session_stop(const char *dir);
 /* The identity's lock (iddir/.lock, flock): sessions start, and a session
  * host ends, only under it. The locked descriptor (closing it unlocks),
  * or -ETIMEDOUT after wait_ms (0: one try), or -errno. */

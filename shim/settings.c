@@ -10,11 +10,13 @@
 #include "text.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define F(field) offsetof(struct shim_config, field), sizeof(((struct shim_config *)0)->field)
@@ -71,6 +73,10 @@ const struct shim_setting shim_settings[] = {
      NULL, 0, 0, "idle seconds before a session closes"},
     {"CODESHIM_SESSION_CAP", SHIM_SET_NUM, F(session_cap), 10, 1, 1000, NULL, 0, 0,
      "live sessions per identity (the least recently used closes)"},
+    {"CODESHIM_USER_SESSIONS", SHIM_SET_NUM, F(user_sessions), 20, 1, 10000, NULL, 0, 0,
+     "live sessions of all the user's API keys together"},
+    {"CODESHIM_USER_HOSTS", SHIM_SET_NUM, F(user_hosts), 8, 1, 1000, NULL, 0, 0,
+     "session hosts of all the user's API keys together"},
     {"CODESHIM_RUNTIME_DIR", SHIM_SET_DIR, F(runtime_dir), 0, 0, 0, NULL, 0, 0,
      "private directory of sessions, continuations and container files"},
     {"CODESHIM_SESSIOND", SHIM_SET_PATH, F(sessiond), 0, 0, 0, "", 0, 0,
@@ -117,6 +123,8 @@ const struct shim_setting shim_settings[] = {
      "largest container file"},
     {"CODESHIM_FILES_DISK", SHIM_SET_SIZE, F(files_disk), G, M, T, NULL, 0, 0,
      "container file bytes per identity"},
+    {"CODESHIM_USER_FILES_DISK", SHIM_SET_SIZE, F(user_files_disk), 2 * G, M, T, NULL, 0, 0,
+     "container file bytes of all the user's API keys together"},
     {"CODESHIM_CONTAINER_MINUTES", SHIM_SET_NUM, F(container_minutes), 20, 1, 7 * 1440, NULL,
      0, 0, "idle minutes before a request's container expires"},
     {"CODESHIM_CONFIG", SHIM_SET_STR, F(config_file), 0, 0, 0, "", 0, 0,
@@ -361,6 +369,10 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
         word_at(s, s->kind == SHIM_SET_LEVEL ? s->def : 0, def, n);
         snprintf(range, n, "%s", s->text);
         break;
+    case SHIM_SET_DIR: /* get_runtime_dir's rule */
+        snprintf(def, n, "/run/codeshim for root, else $XDG_RUNTIME_DIR/codeshim, else "
+                 "~/.cache/codeshim/run");
+        break;
     default:
         snprintf(def, n, "%s", s->text && s->text[0] ? s->text : "unset");
     }
@@ -419,26 +431,56 @@ static void store_str(struct shim_config *c, const struct shim_setting *s, const
     snprintf((char *)c + s->offset, s->size, "%s", v);
 }
 
-/* CODESHIM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/codeshim, else
- * ${TMPDIR:-/tmp}/codeshim-<uid>: private to the user (store.c checks it,
- * and moves a default taken by someone else to a private sibling).
- * Returns 1 for a default, 0 for the user's choice. */
+/* XDG_RUNTIME_DIR when it is usable as the base of a private directory:
+ * absolute, a real directory of this user with mode 0700 (so no other
+ * user can have made or replaced anything in it). */
+static int xdg_runtime_ok(const char *xdg, size_t room)
+{
+    struct stat st;
+
+    return xdg && *xdg == '/' && strlen(xdg) < room && lstat(xdg, &st) == 0 &&
+           S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 07777) == 0700;
+}
+
+/* CODESHIM_RUNTIME_DIR, else a directory no other user can take:
+ * /run/codeshim for root, $XDG_RUNTIME_DIR/codeshim when that is the
+ * user's own (xdg_runtime_ok), else codeshim/run in the user's cache
+ * directory ($XDG_CACHE_HOME, or ~/.cache with $HOME, or the passwd
+ * entry's home when HOME is unset). store.c checks whichever it is and
+ * refuses one that is not private; never a shared place such as /tmp.
+ * Returns 1 for a default, 0 for the user's choice ("" when there is no
+ * home to put it in). */
 static int get_runtime_dir(struct parse_ctx *p, char *out, size_t outsz)
 {
     const char *v = p->env("CODESHIM_RUNTIME_DIR", p->ctx);
     const char *xdg = p->env("XDG_RUNTIME_DIR", p->ctx);
-    const char *tmp = p->env("TMPDIR", p->ctx);
+    const char *cache = p->env("XDG_CACHE_HOME", p->ctx);
+    const char *home = p->env("HOME", p->ctx);
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
 
+    out[0] = '\0';
     if (v && *v && strlen(v) < outsz - 64) {
         snprintf(out, outsz, "%s", v);
         return 0;
     }
-    if (xdg && *xdg == '/' && strlen(xdg) < outsz - 80)
+    if (geteuid() == 0) {
+        snprintf(out, outsz, "/run/codeshim");
+        return 1;
+    }
+    if (xdg_runtime_ok(xdg, outsz - 80)) {
         snprintf(out, outsz, "%s/codeshim", xdg);
-    else if (tmp && *tmp == '/' && strlen(tmp) < outsz - 96)
-        snprintf(out, outsz, "%s/codeshim-%ld", tmp, (long)geteuid());
-    else
-        snprintf(out, outsz, "/tmp/codeshim-%ld", (long)geteuid());
+        return 1;
+    }
+    if (cache && *cache == '/' && strlen(cache) < outsz - 80) {
+        snprintf(out, outsz, "%s/codeshim/run", cache);
+        return 1;
+    }
+    if ((!home || *home != '/') && getpwuid_r(geteuid(), &pw, pwbuf, sizeof(pwbuf), &found) == 0 &&
+        found)
+        home = found->pw_dir;
+    if (home && *home == '/' && strlen(home) < outsz - 96)
+        snprintf(out, outsz, "%s/.cache/codeshim/run", strcmp(home, "/") ? home : "");
     return 1;
 }
 

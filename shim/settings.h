@@ -34,9 +34,11 @@ struct shim_config {
     char script[SHIM_PATH_MAX];     /* CODESHIM_SCRIPT (script.h) */
     int session_ttl_s;             /* CODESHIM_SESSION_TTL: idle seconds */
     int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
+    int user_sessions;             /* CODESHIM_USER_SESSIONS: per user, all keys */
+    int user_hosts;                /* CODESHIM_USER_HOSTS: per user, all keys */
     char runtime_dir[SHIM_PATH_MAX]; /* session store (see store.h) */
-    int runtime_dir_default;       /* not chosen by the user: store.c may
-                                      move to a private sibling */
+    int runtime_dir_default;       /* not chosen by the user: store.c makes
+                                      its parents, checked */
     char sessiond[SHIM_PATH_MAX];  /* CODESHIM_SESSIOND, absolute; by
                                       default the one next to the library's
                                       real path ("" when that is unknown) */
@@ -69,6 +71,7 @@ struct shim_config {
     /* Files of containers (cstore.h) */
     unsigned long long file_max;   /* CODESHIM_FILE_MAX: one file */
     unsigned long long files_disk; /* CODESHIM_FILES_DISK: an identity's */
+    unsigned long long user_files_disk; /* CODESHIM_USER_FILES_DISK: the user's */
     int container_minutes;         /* CODESHIM_CONTAINER_MINUTES: idle
                                       expiry of a request's container */
     /* CODESHIM_CONFIG: a YAML file of named sandbox configurations */

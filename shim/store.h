@@ -7,16 +7,20 @@
  * user with mode 0700, else the store is refused; names are hashes; files
  * are written atomically with mode 0600 and read with a size cap.
  *
- * The runtime directory is cfg->runtime_dir. When that is a default (not
- * CODESHIM_RUNTIME_DIR) and someone else holds the path (another owner,
- * other permissions, not a directory), the first of its numbered siblings
- * <dir>.1, <dir>.2, ... that is private to this user is used instead,
- * created if missing: the same one in every run, so sessions survive; the
- * log says so once per process. */
+ * The runtime directory is cfg->runtime_dir (config.h; by default one no
+ * other user can take: /run/codeshim for root, $XDG_RUNTIME_DIR/codeshim,
+ * else codeshim/run in the user's cache directory, whose missing parents
+ * are made here and must be this user's or root's and writable by no one
+ * else). One that is not private is refused, never replaced by another:
+ * what needs it fails, and shim_store_why() says why in words fit for an
+ * error answer (the log says it once per process). It is also the unit of
+ * the per-user caps (quota.h): its .lock serialises their counting. */
 #ifndef SHIM_STORE_H
 #define SHIM_STORE_H
 
 #include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
 
 struct shim_config;
 
@@ -41,6 +45,35 @@ int shim_store_write_bytes(const char *path, const void *data, size_t n);
 /* A whole regular file of at most max bytes into a new buffer (*out,
  * NUL-terminated; caller frees). 0, -EFBIG, or -errno. */
 int shim_store_read_all(const char *path, size_t max, char **out, size_t *len);
+/* The runtime directory, checked (and made, with its parents for a
+ * default) into out. 0, or -EPERM when it cannot be had (shim_store_why()
+ * says why). */
+int shim_store_runtime(const struct shim_config *cfg, char *out, size_t n);
+/* Why the last refusal in this thread (a store that is not private, a
+ * per-user cap reached) happened: one sentence, no secrets. */
+const char *shim_store_why(void);
+void shim_store_set_why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* dir/.lock taken (flock): the locked descriptor (closing it unlocks), or
+ * -ETIMEDOUT after wait_ms (0: one try), or -errno. */
+int shim_store_lock(const char *dir, int wait_ms);
+/* The same for the runtime directory: the user's lock (quota.h). */
+int shim_store_user_lock(const struct shim_config *cfg, int wait_ms);
+
+/* Which file a process made (device, inode and change time: a freed
+ * inode's number is soon another file's), so that at its end it removes
+ * only that one, never a successor's of the same name. */
+struct shim_store_own {
+    dev_t dev;
+    ino_t ino;
+    struct timespec ctime;
+    int set;
+};
+/* Notes dir/name as it is now. 0 or -errno. */
+int shim_store_mark(const char *dir, const char *name, struct shim_store_own *own);
+/* 1 when dir/name is still the file own noted. */
+int shim_store_is_own(const char *dir, const char *name, const struct shim_store_own *own);
+/* Unlinks dir/name only if it is that file: 0, -ESTALE (another's), or -errno. */
+int shim_store_unlink_own(const char *dir, const char *name, const struct shim_store_own *own);
 /* <runtime>/sub, created private (shared by all identities of this user:
  * its entries must say whose they are). 0 or -errno. */
 int shim_store_root(const struct shim_config *cfg, const char *sub, char *out, size_t n);

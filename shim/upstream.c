@@ -499,7 +499,7 @@ static struct {
     pthread_mutex_t lock;
     int loaded;
     struct shim_script *s;
-    char err[512];
+    char err[560];
 } g_script = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, ""};
 
 #define SCRIPT_MAX_BYTES (4u << 20)
@@ -525,7 +525,8 @@ static struct shim_script *script_load(const char *path)
     free(text);
     cJSON_Delete(doc);
     if (!g_script.s) {
-        snprintf(g_script.err, sizeof(g_script.err), "CODESHIM_SCRIPT=%.128s: %s", path, why);
+        snprintf(g_script.err, sizeof(g_script.err), "CODESHIM_SCRIPT=%.128s: %.400s", path,
+                 why);
         LOG_ERR("%s", g_script.err);
     }
     return g_script.s;

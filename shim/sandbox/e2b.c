@@ -17,7 +17,12 @@
  * token), else created then, after making room under the per-owner cap
  * (the sandbox e2b ends first, smallest endAt, is the least recently used:
  * every use sets its timeout to the session TTL). It is never killed at
- * destroy; e2b ends it when the TTL passes unused.
+ * destroy; e2b ends it when the TTL passes unused. A local marker per
+ * session (its last container id, under the runtime directory) lets the
+ * next request's model hear that an ended sandbox's state is gone.
+ *
+ * No timeout sent is over the team's maximum once e2b has named it (a
+ * create's 400); the session TTL is clamped to it.
  *
  * Failures become results whose text tells the model what happened; an
  * execution is sent again only when e2b's proxy said the sandbox was not
@@ -25,7 +30,10 @@
  * proxy answers 502 for a moment), or once on a new sandbox when the old
  * one vanished, the model told that its state and files are gone. A
  * timed-out execution is interrupted: the connection closed (e2b's server
- * then interrupts the kernel) and the Python context restarted. */
+ * then interrupts the kernel) and the Python context restarted; the
+ * restarted one is back in /home/user, so /mnt/data is made the working
+ * directory again before the next code. A file that cannot be placed is
+ * named, with why, in a warning and a note for the model. */
 #include "e2b_int.h"
 
 #include "clock.h"
@@ -34,6 +42,7 @@
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
+#include "store.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -44,7 +53,8 @@
 
 #define PRIVATE_TIMEOUT_S 300 /* e2b's SDK default */
 #define FRESH_TRIES 6         /* 502s right after create: 0.1+0.2+...+3.2 s */
-#define MAX_LISTED 100
+#define MAX_OVER_CAP 16 /* sandboxes listed past the cap (other runs' races) */
+#define TEAM_MAX_KEEP_S 86400 /* a remembered team maximum is trusted a day */
 
 struct e2b {
     const struct shim_config *cfg;
@@ -62,6 +72,9 @@ struct e2b {
     char note[512];
     char err[600];      /* an open-time failure, said at the next exec */
     double create_s;    /* create time not yet reported */
+    int team_max_s;     /* the longest life e2b gives this key's team's
+                           sandboxes (1 h hobby, 24 h pro) once a create's
+                           400 said it, else 0: no timeout sent is over it */
     int dir_ready;      /* /mnt/data made and the working directory */
     char *listing;      /* the last listing of /mnt/data (JSON), or NULL */
 };
@@ -138,13 +151,77 @@ static void container_tag(const char *salt, const char *cid, char out[65])
 
 /* ---------------- finding and making sandboxes ---------------- */
 
+/* A timeout e2b accepts: at least 1 s, at most the team's maximum. */
+static int life(const struct e2b *e, int want_s)
+{
+    if (want_s < 1)
+        want_s = 1;
+    return e->team_max_s > 0 && want_s > e->team_max_s ? e->team_max_s : want_s;
+}
+
+/* <runtime>/e2b/team-<H(key, control plane)> remembers the team's maximum
+ * and when e2b said it ("3600 <unix time>"), so later program runs ask for
+ * no more; after a day it is asked again (the team may have changed tier). */
+static int team_path(const struct e2b *e, char *out, size_t n)
+{
+    char dir[1024], name[40];
+    int rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
+
+    if (rc < 0)
+        return rc;
+    memcpy(name, "team-", 5);
+    hash2("codeshim-e2b-team-v1", e->cfg->e2b_api_key, e->cfg->e2b_api_url, 16, name + 5);
+    return shim_store_join(out, n, dir, name);
+}
+
+static void team_max_load(struct e2b *e)
+{
+    char path[1200], text[64];
+    long long at, now = (long long)time(NULL);
+    int max;
+
+    if (team_path(e, path, sizeof(path)) == 0 &&
+        shim_store_read(path, text, sizeof(text), 1) == 0 &&
+        sscanf(text, "%d %lld", &max, &at) == 2 && max >= 3600 && max <= 366 * 86400 &&
+        at <= now + 60 && now - at <= TEAM_MAX_KEEP_S)
+        e->team_max_s = max;
+}
+
+/* A create's 400 named the team's maximum: kept, and said once. */
+static void team_max_learn(struct e2b *e, int max)
+{
+    char path[1200], text[64];
+
+    e->team_max_s = max;
+    LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
+             "(CODESHIM_SESSION_TTL asks %d s)", max, e->ttl_s);
+    snprintf(text, sizeof(text), "%d %lld", max, (long long)time(NULL));
+    if (team_path(e, path, sizeof(path)) < 0 || shim_store_write(path, text) < 0)
+        LOG_INFO("e2b: the team's maximum is not remembered for later runs");
+}
+
+/* The session's marker: <runtime>/e2b/<session hash> holds the container
+ * id of the sandbox last made for it, so that a session whose sandbox e2b
+ * has ended is told so (e2b lists ended sandboxes nowhere). */
+static int marker_path(const struct e2b *e, char *out, size_t n)
+{
+    char dir[1024];
+    int rc;
+
+    if (!e->tagged || !e->session[0])
+        return -ENOENT;
+    rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
+    return rc < 0 ? rc : shim_store_join(out, n, dir, e->session);
+}
+
 /* Kills the owner's sandboxes that e2b ends first until one more fits. */
 static void make_room(struct e2b *e)
 {
-    struct shim_e2b_box *l = calloc(MAX_LISTED, sizeof(*l));
+    size_t max = (size_t)(e->cap > 0 ? e->cap : 1) + MAX_OVER_CAP;
+    struct shim_e2b_box *l = calloc(max, sizeof(*l));
     size_t n = 0, live, i;
 
-    if (!l || shim_e2b_list(&e->api, "codeshim_owner", e->owner, l, MAX_LISTED, &n) < 0) {
+    if (!l || shim_e2b_list(&e->api, "codeshim_owner", e->owner, l, max, &n) < 0) {
         if (l)
             LOG_WARN("e2b: cannot count this identity's sessions: %s", e->api.why);
         free(l);
@@ -162,17 +239,17 @@ static void make_room(struct e2b *e)
             LOG_WARN("e2b: %s", e->api.why);
         l[old].id[0] = '\0';
     }
-    memset(l, 0, MAX_LISTED * sizeof(*l));
+    memset(l, 0, max * sizeof(*l));
     free(l);
 }
 
 static int create_box(struct e2b *e)
 {
-    char nonce[40], cref[65];
+    char nonce[40], cref[65], path[1200], old[64];
     const char *md[10];
     double t0 = shim_clock_s();
     size_t k = 0;
-    int rc;
+    int rc, want;
 
     if (e->tagged) {
         make_room(e);
@@ -194,13 +271,28 @@ static int create_box(struct e2b *e)
         md[k++] = "request";
     }
     md[k] = NULL;
-    rc = shim_e2b_create(&e->api, md, e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S, &e->box);
+    want = life(e, e->tagged ? e->ttl_s : PRIVATE_TIMEOUT_S);
+    rc = shim_e2b_create(&e->api, md, want, &e->box);
+    if (rc == -EINVAL && e->api.max_timeout_s > 0 && e->api.max_timeout_s < want) {
+        team_max_learn(e, e->api.max_timeout_s);
+        rc = shim_e2b_create(&e->api, md, life(e, want), &e->box);
+    }
     e->create_s += shim_clock_s() - t0;
     if (rc < 0)
         return rc;
     e->have_box = e->fresh = 1;
-    e->deadline = shim_clock_s() + PRIVATE_TIMEOUT_S;
+    e->deadline = shim_clock_s() + life(e, PRIVATE_TIMEOUT_S);
     LOG_INFO("e2b sandbox created in %.3f s", shim_clock_s() - t0);
+    if (marker_path(e, path, sizeof(path)) == 0) {
+        if (shim_store_read(path, old, sizeof(old), 1) == 0 && !strncmp(old, "cntr_", 5) &&
+            strcmp(old, e->cid))
+            snprintf(e->note, sizeof(e->note), "[Note: this session's earlier e2b sandbox %s "
+                     "has ended (e2b ends a sandbox unused for %d s, or it was removed); its "
+                     "variables, imports and files are gone. This is a new sandbox (%s).]\n",
+                     old, life(e, e->ttl_s), e->cid);
+        if (shim_store_write(path, e->cid) < 0)
+            LOG_INFO("e2b: this session's sandbox is not remembered locally");
+    }
     return 0;
 }
 
@@ -303,6 +395,7 @@ static int box_new(const struct shim_config *cfg, const struct shim_http_net *ne
         free(e);
         return rc;
     }
+    team_max_load(e);
     *out = e;
     return 0;
 }
@@ -354,8 +447,8 @@ static void keep_alive(struct e2b *e)
 
     if (e->tagged || e->deadline - shim_clock_s() > need)
         return;
-    if (shim_e2b_set_timeout(&e->api, e->box.id, PRIVATE_TIMEOUT_S) == 0)
-        e->deadline = shim_clock_s() + PRIVATE_TIMEOUT_S;
+    if (shim_e2b_set_timeout(&e->api, e->box.id, life(e, PRIVATE_TIMEOUT_S)) == 0)
+        e->deadline = shim_clock_s() + life(e, PRIVATE_TIMEOUT_S);
 }
 
 /* Sends the code; a 502 just after create is retried briefly. */
@@ -392,6 +485,7 @@ static int timed_out(struct e2b *e, struct shim_exec_result *out)
     out->status = SHIM_EXEC_TIMEOUT;
     if (!out->logs && !(out->logs = strdup("")))
         return -ENOMEM;
+    e->dir_ready = 0; /* a restarted context is back in /home/user */
     if (shim_e2b_restart(&e->api, &e->box) == 0)
         snprintf(text, sizeof(text), "Execution timed out after %d s; the Python interpreter "
                  "was restarted and its state (variables, imports) was lost.\n",
@@ -542,7 +636,7 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
     out->remote = 1;
     e->create_s = 0;
     if (rc == 0 && e->tagged && e->have_box &&
-        shim_e2b_set_timeout(&e->api, e->box.id, e->ttl_s) < 0)
+        shim_e2b_set_timeout(&e->api, e->box.id, life(e, e->ttl_s)) < 0)
         LOG_WARN("e2b: the session's timeout was not extended: %s", e->api.why);
     return rc;
 }
@@ -615,15 +709,32 @@ static int op_file_get(void *state, const char *name, size_t max, char **out, si
     return rc < 0 ? rc : shim_e2b_file_get(&e->api, &e->box, abs, max, out, len);
 }
 
+/* A file that could not be placed: the program is warned and the model
+ * told at the next execution, each with the file's name and why. */
+static void not_placed(struct e2b *e, const char *name, const char *why)
+{
+    size_t n = strlen(e->note);
+
+    LOG_WARN("e2b: %s was not placed in /mnt/data: %s", name, why);
+    if (n + 64 < sizeof(e->note))
+        snprintf(e->note + n, sizeof(e->note) - n, "[Note: the file %.100s could not be "
+                 "placed in /mnt/data (%.300s); it is not there.]\n", name, why);
+}
+
 static int op_file_put(void *state, const char *name, const void *data, size_t len)
 {
     struct e2b *e = state;
     char abs[600];
     int rc = file_target(e, name, abs, sizeof(abs));
 
-    if (rc < 0 || strchr(name, '/'))
-        return rc < 0 ? rc : -EINVAL;
-    return shim_e2b_file_put(&e->api, &e->box, abs, data, len);
+    if (rc == 0 && strchr(name, '/'))
+        rc = -EINVAL;
+    if (rc == 0)
+        rc = shim_e2b_file_put(&e->api, &e->box, abs, data, len);
+    if (rc < 0)
+        not_placed(e, name, rc == -EINVAL ? "not a plain file name"
+                            : e->api.why);
+    return rc;
 }
 
 /* Removed by a cell of codeshim's own (envd's file API has no delete). */

@@ -1,10 +1,12 @@
 /* e2b_api.c - the e2b HTTP calls (see e2b_int.h), each answer mapped to
  * 0 or -errno plus a text for the model in a->why:
  *   transport failure  -> the transport's errno, "could not be reached"
- *   401/403            -> -EACCES, the key was refused
+ *   401/403            -> -EACCES, the key was refused (on a sandbox's own
+ *                         host: its access token was, dp_fail)
  *   404                -> -ENOENT
  *   429                -> waited (Retry-After, bounded) and tried again;
- *                         -EAGAIN once the budget is spent
+ *                         -EAGAIN once the budget is spent, or at once
+ *                         without Retry-After (the concurrency limit)
  *   5xx, other         -> -EIO / -EINVAL with e2b's own message
  * Control plane: E2B_API_URL with X-API-Key. Data plane: the
  * sandbox's per-port host https://49999-<id>.<domain>, or the shared host
@@ -12,6 +14,7 @@
 #include "e2b_int.h"
 
 #include "config.h"
+#include "ids.h"
 #include "json.h"
 #include "log.h"
 
@@ -26,6 +29,7 @@
 #define CP_TOTAL_MS 30000
 #define CP_BODY_MAX (1u << 20)
 #define LIST_MAX_BODY (4u << 20)
+#define LIST_MAX_PAGES 50 /* 5000 sandboxes: far past any session cap */
 #define RETRY_BUDGET_S 10.0 /* waiting on 429s, per call */
 #define RETRY_TRIES 4
 #define JUPYTER_PORT "49999"
@@ -33,6 +37,11 @@
 /* config.c's default: with another E2B_DOMAIN and no E2B_API_URL of its
  * own, the control plane is api.<domain>, as e2b's SDKs make it. */
 #define LINE_MAX_BYTES (16u << 20)       /* one NDJSON line (an image) */
+/* envd takes a raw application/octet-stream upload from this version on
+ * (e2b's SDKs: ENVD_OCTET_STREAM_UPLOAD), only multipart/form-data before */
+#define ENVD_RAW_UPLOAD_MAJOR 0
+#define ENVD_RAW_UPLOAD_MINOR 5
+#define ENVD_RAW_UPLOAD_PATCH 7
 #define STREAM_SLACK (32u << 20)         /* beyond the output cap */
 
 int shim_e2b_api_init(struct shim_e2b_api *a, const struct shim_config *cfg,
@@ -114,6 +123,11 @@ static int fail(struct shim_e2b_api *a, int rc, const struct shim_http_resp *r, 
     } else if (r->status == 404) {
         snprintf(a->why, sizeof(a->why), "e2b found no such sandbox while %s (HTTP 404)", what);
         rc = -ENOENT;
+    } else if (r->status == 429 && r->retry_after_s < 0) {
+        /* no Retry-After: the team's concurrency limit, not the rate limiter */
+        snprintf(a->why, sizeof(a->why), "e2b's limit on this team's concurrent sandboxes was "
+                 "reached while %s (HTTP 429%s%s)", what, msg[0] ? ": " : "", msg);
+        rc = -EAGAIN;
     } else if (r->status == 429) {
         snprintf(a->why, sizeof(a->why), "e2b kept rate-limiting codeshim while %s (HTTP 429%s%s)",
                  what, msg[0] ? ": " : "", msg);
@@ -166,9 +180,11 @@ static int cp_call(struct shim_e2b_api *a, const char *method, const char *path,
         double wait;
 
         rc = shim_http_do(a->cp, &rq, r);
-        if (rc < 0 || r->status != 429 || tries >= RETRY_TRIES)
+        /* only the rate limiter's 429 says when to come back (Retry-After);
+         * the concurrency limit's does not, and waiting seconds won't end it */
+        if (rc < 0 || r->status != 429 || r->retry_after_s < 0 || tries >= RETRY_TRIES)
             break;
-        wait = r->retry_after_s >= 0 ? (double)r->retry_after_s : 1.0;
+        wait = (double)r->retry_after_s;
         if (waited + wait > a->retry_cap_s)
             break;
         LOG_INFO("e2b rate limit while %s: retrying in %.0f s", what, wait);
@@ -238,6 +254,8 @@ static int box_of(const cJSON *o, struct shim_e2b_box *out)
         return -EPROTO;
     if ((v = shim_json_str(md, "codeshim_nonce")))
         copy_token(out->nonce, sizeof(out->nonce), v);
+    if ((v = shim_json_str(o, "envdVersion")))
+        copy_token(out->envd_version, sizeof(out->envd_version), v);
     out->end_at = rfc3339(shim_json_str(o, "endAt"));
     return 0;
 }
@@ -253,6 +271,22 @@ static int parse_box(struct shim_e2b_api *a, const struct shim_http_resp *r,
         snprintf(a->why, sizeof(a->why), "e2b sent an answer codeshim cannot use while %s",
                  what);
     return rc;
+}
+
+/* The team's maximum a create's 400 names (e2b's sandbox_create.go:
+ * "Timeout cannot be greater than N hours"), in seconds; 0 if not that. */
+static int team_maximum(const struct shim_http_resp *r)
+{
+    char msg[256];
+    const char *p;
+    int h;
+
+    message_of(r, msg, sizeof(msg));
+    p = strstr(msg, "cannot be greater than ");
+    if (!strstr(msg, "imeout") || !p || sscanf(p + 23, "%d hour", &h) != 1 || h < 1 ||
+        h > 24 * 365)
+        return 0;
+    return h * 3600;
 }
 
 int shim_e2b_create(struct shim_e2b_api *a, const char *const *metadata, int timeout_s,
@@ -275,10 +309,13 @@ int shim_e2b_create(struct shim_e2b_api *a, const char *const *metadata, int tim
     cJSON_Delete(o);
     if (!body)
         return -ENOMEM;
+    a->max_timeout_s = 0;
     rc = cp_call(a, "POST", "/sandboxes", body, CP_BODY_MAX, &r, what);
     free(body);
     if (rc == 0)
         rc = parse_box(a, &r, out, what);
+    else if (r.status == 400)
+        a->max_timeout_s = team_maximum(&r);
     shim_http_resp_free(&r);
     return rc;
 }
@@ -298,39 +335,72 @@ int shim_e2b_get(struct shim_e2b_api *a, const char *id, struct shim_e2b_box *ou
     return rc;
 }
 
+/* e2b's paging token into a query value: it is opaque, so every byte
+ * outside [A-Za-z0-9-._~] is percent-encoded. -1 when it does not fit. */
+static int query_value(const char *v, char *out, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t k = 0;
+
+    for (; *v; v++) {
+        unsigned char c = (unsigned char)*v;
+        if (k + 4 > n)
+            return -1;
+        if (isalnum(c) || strchr("-._~", c))
+            out[k++] = (char)c;
+        else {
+            out[k++] = '%';
+            out[k++] = hex[c >> 4];
+            out[k++] = hex[c & 15];
+        }
+    }
+    out[k] = '\0';
+    return 0;
+}
+
 int shim_e2b_list(struct shim_e2b_api *a, const char *key, const char *value,
                   struct shim_e2b_box *out, size_t max, size_t *n)
 {
     static const char what[] = "listing sandboxes";
-    struct shim_http_resp r;
-    const cJSON *it;
-    char path[400];
-    cJSON *arr;
-    int rc;
+    char path[1400], next[800] = "";
+    int rc, pages, more;
 
     *n = 0;
-    /* metadata=<urlencoded "key=value">; both are [a-z0-9_] */
-    snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s%%3D%s&state=running&limit=100",
-             key, value);
-    rc = cp_call(a, "GET", path, NULL, LIST_MAX_BODY, &r, what);
-    if (rc) {
-        shim_http_resp_free(&r);
-        return rc;
-    }
-    arr = shim_json_parse(r.body, r.len);
-    shim_http_resp_free(&r);
-    if (!cJSON_IsArray(arr)) {
+    /* e2b's GET /v2/sandboxes pages (limit at most 100) with X-Next-Token,
+     * sent back as nextToken; the filter is one value, the url-encoded
+     * pairs k=v as e2b's SDKs build it (both are [a-z0-9_] here) */
+    for (pages = 0; pages < LIST_MAX_PAGES; pages++) {
+        struct shim_http_resp r;
+        const cJSON *it;
+        cJSON *arr;
+
+        snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s%%3D%s&state=running&limit=100%s%s",
+                 key, value, next[0] ? "&nextToken=" : "", next);
+        rc = cp_call(a, "GET", path, NULL, LIST_MAX_BODY, &r, what);
+        if (rc) {
+            shim_http_resp_free(&r);
+            return rc;
+        }
+        arr = shim_json_parse(r.body, r.len);
+        if (!cJSON_IsArray(arr) || (r.next_token[0] && query_value(r.next_token, next,
+                                                                   sizeof(next)) < 0)) {
+            shim_http_resp_free(&r);
+            cJSON_Delete(arr);
+            snprintf(a->why, sizeof(a->why), "e2b sent an answer codeshim cannot use while %s",
+                     what);
+            return -EPROTO;
+        }
+        cJSON_ArrayForEach(it, arr)
+        {
+            if (*n < max && box_of(it, &out[*n]) == 0)
+                (*n)++;
+        }
         cJSON_Delete(arr);
-        snprintf(a->why, sizeof(a->why), "e2b sent an answer codeshim cannot use while %s",
-                 what);
-        return -EPROTO;
+        more = r.next_token[0] && *n < max;
+        shim_http_resp_free(&r);
+        if (!more)
+            return 0;
     }
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (*n < max && box_of(it, &out[*n]) == 0)
-            (*n)++;
-    }
-    cJSON_Delete(arr);
     return 0;
 }
 
@@ -369,7 +439,8 @@ struct dp_target {
 };
 
 static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
-                         const char *port, const char *path, struct dp_target *t)
+                         const char *port, const char *path, const char *ctype,
+                         struct dp_target *t)
 {
     const char *base = a->cfg->e2b_sandbox_url;
     size_t n = strlen(base), k = 0, i;
@@ -381,9 +452,7 @@ static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box
     else
         snprintf(t->url, sizeof(t->url), "https://%s-%s.%s%s", port, b->id,
                  b->domain[0] ? b->domain : a->cfg->e2b_domain, path);
-    snprintf(t->h[k++], sizeof(t->h[0]), strcmp(port, ENVD_PORT)
-                                             ? "Content-Type: application/json"
-                                             : "Content-Type: application/octet-stream");
+    snprintf(t->h[k++], sizeof(t->h[0]), "Content-Type: %s", ctype);
     snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Id: %s", b->id);
     snprintf(t->h[k++], sizeof(t->h[0]), "E2b-Sandbox-Port: %s", port);
     if (b->envd_token[0])
@@ -398,12 +467,25 @@ static void dp_target_at(const struct shim_e2b_api *a, const struct shim_e2b_box
 static void dp_target(const struct shim_e2b_api *a, const struct shim_e2b_box *b,
                       const char *path, struct dp_target *t)
 {
-    dp_target_at(a, b, JUPYTER_PORT, path, t);
+    dp_target_at(a, b, JUPYTER_PORT, path, "application/json", t);
 }
 
 static void dp_forget(struct dp_target *t)
 {
     memset(t, 0, sizeof(*t)); /* the tokens */
+}
+
+/* fail() for a sandbox's own host: a 401/403 there is envd refusing the
+ * sandbox's access token (X-Access-Token), not e2b refusing the key. */
+static int dp_fail(struct shim_e2b_api *a, int rc, const struct shim_http_resp *r,
+                   const char *what)
+{
+    if (rc < 0 || (r->status != 401 && r->status != 403))
+        return fail(a, rc, r, what);
+    a->status = r->status;
+    snprintf(a->why, sizeof(a->why), "the sandbox refused its access token (HTTP %ld) "
+             "while %s", r->status, what);
+    return -EACCES;
 }
 
 /* Logged from a function whose name the log shows (see e2b.c). */
@@ -463,11 +545,8 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     if (rc < 0 || r.status < 200 || r.status >= 300) {
         *end = rc < 0 ? (r.timed_out || rc == -ETIMEDOUT ? SHIM_E2B_TIMEOUT : SHIM_E2B_NOREPLY)
                : r.status == 502 || r.status == 404 ? SHIM_E2B_GONE : SHIM_E2B_REFUSED;
-        if (r.status == 401 || r.status == 403) /* envd: the token, not the key */
-            snprintf(a->why, sizeof(a->why), "the sandbox refused its access token "
-                     "(HTTP %ld)", r.status);
-        else if (*end != SHIM_E2B_TIMEOUT)
-            fail(a, rc, &r, "running the code");
+        if (*end != SHIM_E2B_TIMEOUT)
+            dp_fail(a, rc, &r, "running the code");
         shim_http_resp_free(&r);
         shim_e2b_ndjson_free(&nd);
         return 0;
@@ -552,8 +631,8 @@ static int files_path(const char *abs, char *out, size_t n)
 
 /* One call of envd's file API on abs; r holds the answer (free it). */
 static int envd_call(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *method,
-                     const char *abs, const void *body, size_t len, size_t max,
-                     struct shim_http_resp *r)
+                     const char *abs, const char *ctype, const void *body, size_t len,
+                     size_t max, struct shim_http_resp *r)
 {
     struct shim_http_req rq;
     struct dp_target t;
@@ -563,7 +642,7 @@ static int envd_call(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     memset(r, 0, sizeof(*r));
     if (files_path(abs, path, sizeof(path)) < 0)
         return -ENAMETOOLONG;
-    dp_target_at(a, b, ENVD_PORT, path, &t);
+    dp_target_at(a, b, ENVD_PORT, path, ctype, &t);
     memset(&rq, 0, sizeof(rq));
     rq.method = method;
     rq.url = t.url;
@@ -583,7 +662,7 @@ int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, cons
                       size_t max, char **out, size_t *len)
 {
     struct shim_http_resp r;
-    int rc = envd_call(a, b, "GET", abs, NULL, 0, max + 1, &r);
+    int rc = envd_call(a, b, "GET", abs, "application/octet-stream", NULL, 0, max + 1, &r);
 
     *out = NULL;
     *len = 0;
@@ -595,21 +674,78 @@ int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, cons
         rc = rc < 0 ? rc : r.status == 404 || r.status == 400 ? -ENOENT
              : r.truncated || r.len > max ? -EFBIG : -EIO;
         if (rc == -EIO)
-            fail(a, 0, &r, "reading a file of the sandbox");
+            rc = dp_fail(a, 0, &r, "reading a file of the sandbox");
     }
     shim_http_resp_free(&r);
     return rc;
+}
+
+/* Whether the sandbox's envd takes a raw body (0.5.7 and later). */
+static int envd_takes_raw(const struct shim_e2b_box *b)
+{
+    int v[3] = {0, 0, 0};
+
+    if (sscanf(b->envd_version, "%d.%d.%d", &v[0], &v[1], &v[2]) < 2)
+        return 0; /* unknown: the form every envd takes */
+    if (v[0] != ENVD_RAW_UPLOAD_MAJOR)
+        return v[0] > ENVD_RAW_UPLOAD_MAJOR;
+    if (v[1] != ENVD_RAW_UPLOAD_MINOR)
+        return v[1] > ENVD_RAW_UPLOAD_MINOR;
+    return v[2] >= ENVD_RAW_UPLOAD_PATCH;
+}
+
+/* data as multipart/form-data, one part named "file" (envd's upload.go);
+ * ctype gets the header's value. A new buffer, or NULL. */
+static char *multipart_of(const char *abs, const void *data, size_t len, char *ctype,
+                          size_t ctype_n, size_t *out_len)
+{
+    const char *base = strrchr(abs, '/') ? strrchr(abs, '/') + 1 : abs;
+    char bound[48], fname[256], head[600], *out;
+    size_t i, hn, tn;
+    int tries;
+
+    for (tries = 0;; tries++) { /* a boundary the data does not hold */
+        shim_id_make(bound, sizeof(bound), "codeshim-", 32);
+        if (!len || !memmem(data, len, bound, strlen(bound)) || tries >= 4)
+            break;
+    }
+    snprintf(fname, sizeof(fname), "%s", base);
+    for (i = 0; fname[i]; i++)
+        if (fname[i] == '"' || fname[i] == '\\' || (unsigned char)fname[i] < 0x20)
+            fname[i] = '_';
+    hn = (size_t)snprintf(head, sizeof(head), "--%s\r\nContent-Disposition: form-data; "
+                          "name=\"file\"; filename=\"%s\"\r\nContent-Type: "
+                          "application/octet-stream\r\n\r\n", bound, fname);
+    tn = strlen(bound) + 8; /* "\r\n--" bound "--\r\n" */
+    if (hn >= sizeof(head) || len > (size_t)-1 - hn - tn - 1 || !(out = malloc(hn + len + tn + 1)))
+        return NULL;
+    memcpy(out, head, hn);
+    if (len)
+        memcpy(out + hn, data, len);
+    snprintf(out + hn + len, tn + 1, "\r\n--%s--\r\n", bound);
+    snprintf(ctype, ctype_n, "multipart/form-data; boundary=%s", bound);
+    *out_len = hn + len + tn;
+    return out;
 }
 
 int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
                       const void *data, size_t len)
 {
     struct shim_http_resp r;
-    int rc = envd_call(a, b, "POST", abs, data, len, CP_BODY_MAX, &r);
+    char ctype[128] = "application/octet-stream", *form = NULL;
+    size_t n = len;
+    int rc;
 
-    if (rc == 0 && (r.status < 200 || r.status >= 300)) {
-        rc = r.status == 507 ? -ENOSPC : -EIO;
-        fail(a, 0, &r, "writing a file into the sandbox");
+    if (!envd_takes_raw(b) && !(form = multipart_of(abs, data, len, ctype, sizeof(ctype), &n)))
+        return -ENOMEM;
+    rc = envd_call(a, b, "POST", abs, ctype, form ? form : data, n, CP_BODY_MAX, &r);
+    free(form);
+    if (rc < 0)
+        fail(a, rc, &r, "writing a file into the sandbox");
+    else if (r.status < 200 || r.status >= 300) {
+        rc = dp_fail(a, 0, &r, "writing a file into the sandbox");
+        if (r.status == 507)
+            rc = -ENOSPC;
     }
     shim_http_resp_free(&r);
     return rc;

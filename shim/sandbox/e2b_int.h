@@ -35,6 +35,7 @@ struct shim_e2b_box {
     char traffic_token[512];
     char domain[256];   /* "" = the configured domain */
     char nonce[40];     /* metadata codeshim_nonce, "" if none */
+    char envd_version[32]; /* envdVersion, "" if e2b did not say */
     double end_at;      /* listed sandboxes: when e2b ends it (Unix s) */
 };
 
@@ -46,13 +47,16 @@ struct shim_e2b_api {
     long status;        /* the last call's HTTP status, 0 if none */
     char why[512];
     double retry_cap_s; /* total waiting allowed on 429 per call */
+    int max_timeout_s;  /* a create's 400 said the team's maximum, else 0 */
 };
 
 int shim_e2b_api_init(struct shim_e2b_api *a, const struct shim_config *cfg,
                       const struct shim_http_net *net);
 void shim_e2b_api_free(struct shim_e2b_api *a);
 
-/* metadata: "k":"v" pairs, NULL-terminated (k1, v1, k2, v2, ..., NULL). */
+/* metadata: "k":"v" pairs, NULL-terminated (k1, v1, k2, v2, ..., NULL).
+ * A timeout over the team's maximum is refused (400 "Timeout cannot be
+ * greater than N hours"): -EINVAL, a->max_timeout_s = N h. */
 int shim_e2b_create(struct shim_e2b_api *a, const char *const *metadata, int timeout_s,
                     struct shim_e2b_box *out);
 int shim_e2b_get(struct shim_e2b_api *a, const char *id, struct shim_e2b_box *out);
@@ -77,7 +81,9 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
 /* envd's file API: a file of the sandbox (an absolute path) into a new
  * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not
  * there), and a file written whole (parents made, -ENOSPC when the disk
- * is full). 0 or -errno, a->why saying why. */
+ * is full), in the form the sandbox's envd takes: a raw body from envd
+ * 0.5.7, multipart/form-data before (or when e2b did not say which envd).
+ * 0 or -errno, a->why saying why. */
 int shim_e2b_file_get(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,
                       size_t max, char **out, size_t *len);
 int shim_e2b_file_put(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *abs,

@@ -30,8 +30,9 @@ def env_for(e, tls=False, **extra):
 
 
 @pytest.fixture
-def e2b():
-    srv = fake_e2b.start(key=KEY)
+def e2b(tmp_path):
+    """A fake e2b whose sandboxes' filesystems are directories of the test's own."""
+    srv = fake_e2b.start(key=KEY, root=tmp_path / "e2b")
     try:
         yield srv
     finally:
@@ -39,7 +40,8 @@ def e2b():
 
 
 def make_ca(d):
-    """A CA and a certificate for *.e2b.localhost signed by it, made with
+    """A CA and a certificate for *.e2b.localhost (and *.e2b.test, a name
+    only the program's --resolve makes reachable) signed by it, made with
     /usr/bin/openssl in directory d. Returns (ca.pem, cert.pem, key.pem)."""
     def ossl(*args):
         subprocess.run(["/usr/bin/openssl"] + list(args), cwd=d, check=True,
@@ -49,7 +51,8 @@ def make_ca(d):
          "-subj", "/CN=codeshim test CA")
     ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
          "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=e2b.localhost")
-    (d / "ext.cnf").write_text("subjectAltName=DNS:*.e2b.localhost,DNS:e2b.localhost\n")
+    (d / "ext.cnf").write_text("subjectAltName=DNS:*.e2b.localhost,DNS:e2b.localhost,"
+                               "DNS:*.e2b.test,DNS:e2b.test\n")
     ossl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
          "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
     return d / "ca.pem", d / "srv.pem", d / "srv.key"
@@ -60,7 +63,7 @@ def e2b_tls(tmp_path):
     """A fake e2b that also serves the per-port hosts over TLS; .ca is the
     CA file the program must pass (curl --cacert)."""
     ca, cert, key = make_ca(tmp_path)
-    srv = fake_e2b.start(key=KEY, tls=(str(cert), str(key)))
+    srv = fake_e2b.start(key=KEY, tls=(str(cert), str(key)), root=tmp_path / "e2b")
     srv.ca = ca
     try:
         yield srv

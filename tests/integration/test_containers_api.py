@@ -549,3 +549,22 @@ def test_replacing_upload_is_told_and_container_disk_is_capped(fake, tmp_path):
     j = call(["-F", "file=@%s" % big2, "%s/containers/%s/files" % (fake.url, c["id"])],
              CORE_KEY, status=400, env=env)
     assert "CODESHIM_DISK" in j["error"]["message"]
+
+
+def test_a_new_containers_first_sandbox_has_nothing_lost(fake, tmp_path):
+    """No sandbox ever served a container made by POST /v1/containers: its
+    first one says nothing of an earlier sandbox, and says where its
+    uploaded files are."""
+    from test_core_responses import logs_of
+    c = create(fake.url, "fresh", key=CORE_KEY)
+    r = ours(fake.url + "/responses", req(blocks("print(1)"), tools=[dict(CI_TOOL, container=c["id"])]))
+    assert logs_of(ci_items(r)[0]) == "1\n"
+    d = create(fake.url, "fresh with a file", key=CORE_KEY)
+    f = tmp_path / "in.txt"
+    f.write_text("x")
+    upload(fake.url, d["id"], f, key=CORE_KEY)
+    r = ours(fake.url + "/responses", req(blocks("print(open('in.txt').read())"),
+                                          tools=[dict(CI_TOOL, container=d["id"])]))
+    logs = logs_of(ci_items(r)[0])
+    assert "earlier sandbox" not in logs and "x\n" in logs, logs
+    assert "files are in /mnt/data" in logs, logs

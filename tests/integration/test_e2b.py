@@ -104,6 +104,18 @@ def test_domain_alone_gives_both_planes_as_in_the_cloud(fake, e2b_tls):
     assert all(r["conn"].endswith("/tls") for r in e2b_tls.requests())
 
 
+def test_shared_host_over_tls_routes_by_headers(fake, e2b_tls):
+    """CODESHIM_E2B_SANDBOX_URL=https://sandbox.<domain>: the proxy routes by
+    the E2b-Sandbox-Id/-Port headers there (its host.go)."""
+    env = env_for(e2b_tls, tls=True, CODESHIM_E2B_SANDBOX_URL="https://sandbox." + e2b_tls.domain)
+    out, _ = ask(fake.url, CODE, env, curl_args=("--cacert", str(e2b_tls.ca)))
+    assert logs(json.loads(out)) == "hello from e2b\n42\n"
+    (x,) = of(e2b_tls, "POST", "/execute")
+    assert x["conn"].endswith("/tls") and x["host"] == "sandbox." + e2b_tls.domain
+    assert x["headers"]["e2b-sandbox-port"] == "49999" and x["sandbox"][1] in x["headers"][
+        "e2b-sandbox-id"]
+
+
 def test_per_port_host_without_the_ca_is_a_tool_error(fake, e2b_tls):
     out, _ = ask(fake.url, CODE, env_for(e2b_tls, tls=True))
     r = json.loads(out)
@@ -172,7 +184,7 @@ def test_missing_key_makes_no_call(fake, e2b):
 
 
 def test_rate_limit_is_waited_out(fake, e2b):
-    e2b.fail("POST", r"^/sandboxes$", 429, times=2, retry_after=1)
+    e2b.rate_limited = 2  # the rate limiter's 429s, with Retry-After: 1
     out, _ = ask(fake.url, CODE, env_for(e2b))
     assert logs(json.loads(out)) == "hello from e2b\n42\n"
     assert len(of(e2b, "POST", "/sandboxes")) == 3
@@ -185,6 +197,22 @@ def test_rate_limit_without_end_is_a_tool_error(fake, e2b):
     r = json.loads(out)
     assert r["status"] == "completed"
     assert "rate-limiting" in logs(r) and "429" in logs(r)
+    assert len(of(e2b, "POST", "/sandboxes")) == 1
+
+
+def test_concurrency_limit_is_said_and_not_waited_for(fake, e2b, tmp_path):
+    """The concurrency limit's 429 has no Retry-After (the rate limiter's
+    has): it is not retried, and the model hears which limit it was."""
+    e2b.max_concurrent = 1
+    ask(fake.url, "a = 1", env_for(e2b, CODESHIM_RUNTIME_DIR=tmp_path / "rt"), session="s1")
+    assert len(e2b.sandboxes()) == 1
+    e2b.clear()
+    r = json.loads(ask(fake.url, CODE, env_for(e2b))[0])
+    assert r["status"] == "completed"
+    text = logs(r)
+    assert "limit on this team's concurrent sandboxes" in text, text
+    assert "maximum number of concurrent E2B sandboxes (1)" in text
+    assert "rate-limiting" not in text
     assert len(of(e2b, "POST", "/sandboxes")) == 1
 
 
@@ -257,6 +285,23 @@ def test_execution_timeout_interrupts_and_restarts(fake, e2b):
     assert e2b.restarts == 1
     wait_for(lambda: e2b.disconnects >= 1)
     assert of(e2b, "POST", "/contexts/")
+
+
+def test_working_directory_is_mnt_data_again_after_a_timeout(fake, e2b):
+    """e2b's context restart gives a new kernel in /home/user and runs no
+    set-up (e2b-dev/code-interpreter template/server/main.py): codeshim
+    makes /mnt/data the working directory again before the next code, so
+    relative writes are listed and can be downloaded."""
+    e2b.keepalive_s = 0.2
+    slow = "import time\nfor _ in range(3000):\n    time.sleep(0.01)"
+    after = "import os\nprint(os.getcwd())\nopen('rel.txt', 'w').write('x')"
+    out, _ = ask(fake.url, slow, env_for(e2b, CODESHIM_EXEC_TIMEOUT=1), blocks=[slow, after])
+    r = json.loads(out)
+    c1, c2 = calls(r)
+    assert c1["status"] == "incomplete" and e2b.restarts == 1
+    text = c2["outputs"][0]["logs"]
+    assert text.startswith("/mnt/data\n"), text
+    assert "[files in /mnt/data: rel.txt]" in text, text
 
 
 def test_output_is_capped(fake, e2b):

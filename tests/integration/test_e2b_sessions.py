@@ -161,3 +161,73 @@ def test_failed_lookup_is_said_and_tried_again(fake, e2b, rt):
     assert c1["status"] == "failed" and "HTTP 500" in c1["outputs"][0]["logs"]
     assert c2["outputs"][0]["logs"] == "2\n"
     assert creates(e2b) == [] and len(e2b.sandboxes()) == 1
+
+
+def test_a_ttl_over_the_teams_maximum_is_clamped_to_it(fake, e2b, rt):
+    """e2b caps a sandbox's life at the team's maximum (1 h on the hobby
+    tier) and refuses a create over it with a 400: codeshim learns the
+    maximum from that answer and sends nothing over it again."""
+    e2b.max_timeout_s = 3600
+    out, err = ask(fake.url, "a = 1", env_for(e2b, CODESHIM_RUNTIME_DIR=rt,
+                                              CODESHIM_SESSION_TTL=7200),
+                   session="s1", blocks=["a = 1", "print(a)"])
+    r = json.loads(out)
+    assert logs(r) == "1\n", r
+    assert [c["body"]["timeout"] for c in creates(e2b)] == [7200, 3600]
+    ts = [x["body"]["timeout"] for x in of(e2b, "POST", "/sandboxes/")
+          if x["path"].endswith("/timeout")]
+    assert ts == [3600, 3600]
+    assert "at most 3600 s" in err and "7200" in err
+    (sb,) = e2b.sandboxes().values()
+    assert sb["endAt"] <= time.time() + 3600
+    # a later program run remembers it (under the runtime directory): no
+    # create over the maximum again, and no warning
+    e2b.clear()
+    out, err = ask(fake.url, "b = 2", env_for(e2b, CODESHIM_RUNTIME_DIR=rt,
+                                              CODESHIM_SESSION_TTL=7200), session="s2")
+    assert logs(json.loads(out)) == ""
+    assert [c["body"]["timeout"] for c in creates(e2b)] == [3600] and "at most" not in err
+    assert not any(KEY in p.read_text(errors="replace") for p in rt.rglob("*") if p.is_file())
+    # no timeout e2b refuses is ever sent: none is 0 or over the maximum
+    assert all(0 < q["body"]["timeout"] <= 3600 for q in e2b.requests()
+               if isinstance(q["body"], dict) and "timeout" in q["body"])
+
+
+def test_an_expired_session_sandbox_is_said_to_the_next_requests_model(fake, e2b, rt):
+    """The session's sandbox ended at e2b (its timeout passed unused); the
+    next request, with only the session id, gets a new one and its model
+    is told the state was lost."""
+    r1 = run1(fake, e2b, "a = 1", rt)
+    cid = calls(r1)[0]["container_id"]
+    (sid,) = e2b.sandboxes()
+    e2b.expire(sid)
+    r2 = run1(fake, e2b, "print(globals().get('a', 'gone'))", rt)
+    text = logs(r2)
+    assert "has ended" in text and cid in text and "are gone" in text, text
+    assert text.endswith("gone\n")
+    cid2 = calls(r2)[0]["container_id"]
+    assert cid2 != cid and cid2 in text
+    # the next run finds the new one: no note
+    r3 = run1(fake, e2b, "print('again')", rt)
+    assert logs(r3) == "again\n" and calls(r3)[0]["container_id"] == cid2
+
+
+def test_the_cap_counts_every_page_of_e2bs_list(fake, e2b, rt):
+    """e2b's list pages (X-Next-Token, sent back as nextToken): the cap
+    counts the sandboxes of every page, so it holds past one page."""
+    e2b.list_page_cap = 2
+    for s in ("s1", "s2", "s3"):
+        run1(fake, e2b, "a = 1", rt, session=s, CODESHIM_SESSION_CAP=3)
+    first = min(e2b.sandboxes().items(), key=lambda kv: kv[1]["endAt"])[0]
+    e2b.clear()
+    run1(fake, e2b, "a = 4", rt, session="s4", CODESHIM_SESSION_CAP=3)
+    assert len(e2b.sandboxes()) == 3 and first not in e2b.sandboxes()
+    (d,) = of(e2b, "DELETE", "/sandboxes/")
+    assert d["path"] == "/sandboxes/" + first
+    pages = [urllib.parse.parse_qs(l["query"]) for l in of(e2b, "GET", "/v2/sandboxes")
+             if "codeshim_owner" in l["query"]]
+    assert len(pages) == 2 and "nextToken" not in pages[0] and pages[1]["nextToken"]
+    for q in pages:  # the filter as e2b's SDKs build it: url-encoded k=v pairs
+        assert q["metadata"][0].startswith("codeshim_owner=") and q["limit"] == ["100"]
+    raw = [l["query"] for l in of(e2b, "GET", "/v2/sandboxes")]
+    assert all(re.search(r"(^|&)metadata=codeshim_[a-z]+%3D[0-9a-f]{32}(&|$)", x) for x in raw)

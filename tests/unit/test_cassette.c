@@ -20,27 +20,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scratch.h"
 #include "cassette.h"
 #include "json.h"
 
 static char g_dir[512]; /* this test's directory */
 static char g_rec[600]; /* g_dir/rec: the cassette directory, made by save */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
-    const char *t = getenv("TMPDIR");
-
     (void)state;
-    snprintf(g_dir, sizeof(g_dir), "%s/codeshim-cassette-XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(g_dir))
+    if (scratch_make(g_dir, sizeof(g_dir), "cassette") < 0)
         return -1;
     snprintf(g_rec, sizeof(g_rec), "%s/rec", g_dir);
     return 0;
@@ -49,7 +39,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return scratch_remove(g_dir);
 }
 
 /* A reply as the network transport fills it. */

@@ -666,6 +666,46 @@ static void transport_options_are_copied(void **state)
     shim_handles_forget(b);
 }
 
+/* CURLOPT_RESOLVE: the program's list, joined by '\n' into a copy (the
+ * program may free its list), replaced by the next list, cleared by
+ * NULL and by reset, duplicated; an entry holding '\n' is left out. */
+static void resolve_list_is_copied_joined(void **state)
+{
+    CURL *a = H(0x4a00), *b = H(0x4b00);
+    struct curl_slist n3 = {(char *)"bad\nentry", NULL};
+    struct curl_slist n2 = {(char *)"*:443:127.0.0.1", &n3};
+    struct curl_slist n1 = {(char *)"api.e2b.test:443:10.0.0.1", &n2};
+    struct curl_slist m1 = {(char *)"x:80:127.0.0.2", NULL};
+    struct shim_handle_view v;
+    (void)state;
+
+    rec_p(a, CURLOPT_RESOLVE, &n1);
+    n1.data = (char *)"changed"; /* the program's list changes: the record does not */
+    view(a, &v);
+    assert_string_equal(v.net[4], "api.e2b.test:443:10.0.0.1\n*:443:127.0.0.1");
+    shim_handle_view_free(&v);
+    assert_null(v.net[4]);
+    shim_handles_dup(a, b);
+    view(b, &v);
+    assert_string_equal(v.net[4], "api.e2b.test:443:10.0.0.1\n*:443:127.0.0.1");
+    shim_handle_view_free(&v);
+    rec_p(b, CURLOPT_RESOLVE, &m1);
+    view(b, &v);
+    assert_string_equal(v.net[4], "x:80:127.0.0.2");
+    shim_handle_view_free(&v);
+    rec_p(b, CURLOPT_RESOLVE, NULL);
+    view(b, &v);
+    assert_null(v.net[4]);
+    shim_handle_view_free(&v);
+    shim_handles_reset(a);
+    rec_p(a, CURLOPT_URL, "http://h/");
+    view(a, &v);
+    assert_null(v.net[4]);
+    shim_handle_view_free(&v);
+    shim_handles_forget(a);
+    shim_handles_forget(b);
+}
+
 /* ---- synthetic answers for curl_easy_getinfo ---- */
 
 static void answers_every_info_it_claims(void **state)
@@ -994,6 +1034,7 @@ int main(void)
         cmocka_unit_test(reset_restores_defaults_keeps_flavor),
         cmocka_unit_test(dup_copies_options_not_the_answer),
         cmocka_unit_test(transport_options_are_copied),
+        cmocka_unit_test(resolve_list_is_copied_joined),
         cmocka_unit_test(answers_every_info_it_claims),
         cmocka_unit_test(begin_checks_and_clears),
         cmocka_unit_test(many_handles_survive_growth),

@@ -113,31 +113,40 @@ static void settings_fingerprint(void **state)
     assert_string_not_equal(fp, base);
 }
 
+/* Defaults no other user can take (settings.c): /run/codeshim for root;
+ * else $XDG_RUNTIME_DIR/codeshim only when it is the user's own 0700
+ * directory, else the user's cache directory; never TMPDIR. */
 static void runtime_dir_and_sessiond_defaults(void **state)
 {
-    const char *tmp[] = {"TMPDIR=/var/tmp/me", NULL};
-    const char *xdg[] = {"TMPDIR=/var/tmp/me", "XDG_RUNTIME_DIR=/run/user/7", NULL};
+    char own[64] = "/tmp/codeshim-xdg-XXXXXX", xdg_own[96], want[160];
+    const char *tmp[] = {"TMPDIR=/var/tmp/me", "HOME=/home/me", NULL};
+    const char *xdg[] = {"TMPDIR=/var/tmp/me", "HOME=/home/me", "XDG_RUNTIME_DIR=/", NULL};
+    const char *cache[] = {"HOME=/home/me", "XDG_CACHE_HOME=/var/cache/me", NULL};
+    const char *mine_xdg[] = {"HOME=/home/me", xdg_own, NULL};
     const char *mine[] = {"CODESHIM_RUNTIME_DIR=/srv/rt", "XDG_RUNTIME_DIR=/run/user/7", NULL};
-    const char *rel_tmp[] = {"TMPDIR=relative", NULL};
     const char *sd_rel[] = {"CODESHIM_SESSIOND=build/codeshim-sessiond", NULL};
     const char *sd_abs[] = {"CODESHIM_SESSIOND=/opt/codeshim-sessiond", NULL};
+    int root = geteuid() == 0;
     struct shim_config c;
-    char want[64];
     (void)state;
 
-    snprintf(want, sizeof(want), "/var/tmp/me/codeshim-%ld", (long)geteuid());
+    assert_non_null(mkdtemp(own)); /* 0700, this user's */
+    snprintf(xdg_own, sizeof(xdg_own), "XDG_RUNTIME_DIR=%s", own);
     parse(&c, tmp);
-    assert_string_equal(c.runtime_dir, want);
+    assert_string_equal(c.runtime_dir, root ? "/run/codeshim" : "/home/me/.cache/codeshim/run");
     assert_true(c.runtime_dir_default);
-    parse(&c, rel_tmp); /* a relative TMPDIR is no place for it */
-    snprintf(want, sizeof(want), "/tmp/codeshim-%ld", (long)geteuid());
-    assert_string_equal(c.runtime_dir, want);
-    parse(&c, xdg);
-    assert_string_equal(c.runtime_dir, "/run/user/7/codeshim");
+    parse(&c, xdg); /* "/" is not this user's own 0700 directory */
+    assert_string_equal(c.runtime_dir, root ? "/run/codeshim" : "/home/me/.cache/codeshim/run");
+    parse(&c, cache);
+    assert_string_equal(c.runtime_dir, root ? "/run/codeshim" : "/var/cache/me/codeshim/run");
+    parse(&c, mine_xdg);
+    snprintf(want, sizeof(want), "%s/codeshim", own);
+    assert_string_equal(c.runtime_dir, root ? "/run/codeshim" : want);
     assert_true(c.runtime_dir_default);
+    rmdir(own);
     parse(&c, mine);
     assert_string_equal(c.runtime_dir, "/srv/rt");
-    assert_false(c.runtime_dir_default); /* the user's choice is never moved */
+    assert_false(c.runtime_dir_default); /* the user's choice */
     parse(&c, sd_rel);
     assert_string_equal(c.sessiond, ""); /* never relative to the cwd */
     parse(&c, sd_abs);

@@ -181,7 +181,7 @@ static void sizes_take_suffixes(void **state)
     assert_true(c.file_max == 100 << 20);
     for (i = 0; i < shim_nsettings; i++)
         sizes += shim_settings[i].kind == SHIM_SET_SIZE;
-    assert_int_equal(sizes, 8);
+    assert_int_equal(sizes, 9);
 }
 
 /* A bad backend is no silent fall-back: the field is left empty, and

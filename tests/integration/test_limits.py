@@ -217,3 +217,22 @@ def test_timeout_ms_multi(fake, tmp_path, mode):
     assert took < 5, took  # the 6 s sleep was interrupted
     # the slow one's tool output never went upstream: 2 + 1 requests
     assert len(fake.requests()) == 3
+
+
+def test_timeout_ms_mid_stream(fake, tmp_path):
+    """Past the deadline in a stream that has begun: the events so far,
+    then code 28 as libcurl ends a transfer mid-body (no failure event,
+    no completion)."""
+    res, took, _ = limitprog(tmp_path, fake.url,
+                             body("import time\ntime.sleep(4)\nprint('woke')", stream=True),
+                             "--timeout-ms", "1000")
+    assert res["rc"] == 28, res
+    assert "bytes received" in res["errbuf"]
+    events = parse_sse(res["body"].encode())
+    types = [json.loads(d)["type"] for _, d in events]
+    assert types[0] == "response.created"
+    assert "response.code_interpreter_call.interpreting" in types
+    assert not [t for t in types if t in ("response.completed", "response.failed", "error")]
+    schema_check.validate_sse_responses(events)
+    assert took < 3.5, took
+    assert len(fake.requests()) == 1

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "config.h"
 #include "cstore.h"
+#include "frame.h"
 #include "json.h"
 #include "log.h"
 #include "proto.h"
@@ -22,7 +23,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -811,30 +811,9 @@ static int greeting(struct shim_session *b, int fd, int timeout_ms, int adopt)
 }
 
 /* One execution in the session: one connection. *stage says how far it
- * got when it fails. */
-/* Waits for the supervisor's answer to begin, asking stop between ticks:
- * -ECANCELED once it says so (the caller closes the connection, which
- * the supervisor takes as the order to interrupt the code). */
-static int wait_answer(int fd, const struct shim_exec_stop *stop, int timeout_ms)
-{
-    int64_t end = shim_clock_ms() + timeout_ms;
-
-    while (stop && stop->fn) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int64_t left = end - shim_clock_ms();
-        int n;
-
-        if (left <= 0)
-            return 0; /* the read says it timed out */
-        n = poll(&p, 1, left > SHIM_EXEC_STOP_TICK_MS ? SHIM_EXEC_STOP_TICK_MS : (int)left);
-        if (n > 0 || (n < 0 && errno != EINTR))
-            return 0;
-        if (stop->fn(stop->ctx))
-            return -ECANCELED;
-    }
-    return 0;
-}
-
+ * got when it fails. While the code runs, stop is asked every tick; once
+ * it says so the connection is closed, which the supervisor takes as the
+ * order to interrupt the code (-ECANCELED). */
 static int session_exec(struct shim_session *b, const char *code, struct shim_exec_result *out,
                         const struct shim_exec_stop *stop, enum stage *stage)
 {
@@ -856,7 +835,9 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     }
     if (rc == 0) {
         *stage = SENT;
-        rc = wait_answer(fd, stop, timeout);
+        rc = stop ? shim_frame_wait(fd, shim_clock_ms() + timeout, SHIM_EXEC_STOP_TICK_MS,
+                                    stop->fn, stop->ctx)
+                  : 0;
         if (rc == 0)
             rc = shim_proto_recv(fd, &ans, timeout);
         if (rc == 0)

@@ -9,6 +9,7 @@
 
 #include "text.h"
 
+#include "frame.h"
 #include "sandbox.h"
 
 #include <cjson/cJSON.h>
@@ -120,24 +121,13 @@ static int fill_result(const struct shim_local *l, const struct shim_local_reply
 static int wait_reply(struct shim_local *l, const struct shim_exec_stop *stop,
                       int64_t deadline, struct shim_buf *frame, int *stopped)
 {
-    while (stop && stop->fn) {
-        struct pollfd p = {.fd = l->fd, .events = POLLIN};
-        int64_t left = deadline - shim_clock_ms();
-        int n;
-
-        if (left <= 0)
-            break;
-        n = poll(&p, 1, left > SHIM_EXEC_STOP_TICK_MS ? SHIM_EXEC_STOP_TICK_MS : (int)left);
-        if (n > 0 || (n < 0 && errno != EINTR))
-            break; /* the reply begins (or the channel failed: read says how) */
-        if (stop->fn(stop->ctx)) {
-            int64_t grace = shim_clock_ms() + STOP_GRACE_MS;
-            *stopped = 1;
-            if (grace < deadline)
-                deadline = grace;
-            shim_local_send_interrupt(l, deadline);
-            break;
-        }
+    if (stop && shim_frame_wait(l->fd, deadline, SHIM_EXEC_STOP_TICK_MS, stop->fn,
+                                stop->ctx) == -ECANCELED) {
+        int64_t grace = shim_clock_ms() + STOP_GRACE_MS;
+        *stopped = 1;
+        if (grace < deadline)
+            deadline = grace;
+        shim_local_send_interrupt(l, deadline);
     }
     return shim_local_recv_frame(l, frame, deadline);
 }

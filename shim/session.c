@@ -811,9 +811,10 @@ static int greeting(struct shim_session *b, int fd, int timeout_ms, int adopt)
 }
 
 /* One execution in the session: one connection. *stage says how far it
- * got when it fails. While the code runs, stop is asked every tick; once
- * it says so the connection is closed, which the supervisor takes as the
- * order to interrupt the code (-ECANCELED). */
+ * got when it fails. While it waits (for its turn, then for the code),
+ * stop is asked every tick; once it says so the connection is closed
+ * (-ECANCELED), which the supervisor takes, while the code runs, as the
+ * order to interrupt it. */
 static int session_exec(struct shim_session *b, const char *code, struct shim_exec_result *out,
                         const struct shim_exec_stop *stop, enum stage *stage)
 {
@@ -824,7 +825,12 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     *stage = NOT_REACHED;
     if (fd < 0)
         return fd;
-    rc = greeting(b, fd, timeout, 1);
+    /* the greeting waits while another request's code runs */
+    rc = stop ? shim_frame_wait(fd, shim_clock_ms() + timeout, SHIM_EXEC_STOP_TICK_MS,
+                                stop->fn, stop->ctx)
+              : 0;
+    if (rc == 0)
+        rc = greeting(b, fd, timeout, 1);
     if (rc != -ECONNRESET) /* closed before its greeting: the supervisor was ending */
         *stage = NOT_SENT;
     if (rc == 0) {
@@ -861,6 +867,10 @@ static int failure(struct shim_exec_result *out, enum stage stage, int err)
         snprintf(text, sizeof(text), "Execution interrupted: the request that ran it was "
                  "stopped (its time limit, or its program); the session's Python interpreter "
                  "was restarted and its state was lost.\n");
+    else if (stage == NOT_SENT && err == -ECANCELED)
+        snprintf(text, sizeof(text), "Not run: the request was stopped (its time limit, or "
+                 "its program) while the session's sandbox was busy with another "
+                 "execution.\n");
     else if (stage == NOT_SENT && err == -E2BIG)
         snprintf(text, sizeof(text), "Error: the code is too large for the session's channel "
                  "(at most %u bytes as JSON); it was not run.\n", SHIM_PROTO_MAX);

@@ -236,3 +236,33 @@ def test_timeout_ms_mid_stream(fake, tmp_path):
     schema_check.validate_sse_responses(events)
     assert took < 3.5, took
     assert len(fake.requests()) == 1
+
+
+def test_timeout_ms_while_the_session_is_busy(fake, tmp_path, rt):
+    """The session's sandbox runs another request's code for 6 s: a request
+    of the same session with 1.5 s left waits for its turn no longer than
+    that (code 28), whichever of the two got the sandbox first."""
+    import subprocess
+    from conftest import clean_env
+    env = {"CODESHIM_RUNTIME_DIR": str(rt)}
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps(body("import time\ntime.sleep(6)\nprint('one')",
+                                     session="busy")))
+    p = subprocess.Popen([str(PROG), "--url", fake.url + "/responses", "--body-file",
+                          str(first)], env=clean_env(env, True, str(tmp_path)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not fake.requests() and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling for a condition: the first reached the model
+        assert fake.requests()
+        res, took, _ = limitprog(tmp_path, fake.url,
+                                 body("import time\ntime.sleep(6)\nprint('two')",
+                                      session="busy"),
+                                 "--timeout-ms", "1500", env=env)
+        assert res["rc"] == 28, res
+        assert res["errbuf"].startswith("Operation timed out after ")
+        assert took < 4.5, took
+    finally:
+        out, _ = p.communicate(timeout=60)
+    assert json.loads(out)["rc"] == 0  # the other request is untouched

@@ -190,6 +190,42 @@ def test_pause_whole_answer(fake, tmp_path):
 MULTIPROG = REPO / "build" / "testprogs" / "multiprog"
 
 
+def multiprog(tmp_path, mode, url, bodies, *flags):
+    paths = []
+    for i, b in enumerate(bodies):
+        p = tmp_path / ("b%d.json" % i)
+        p.write_text(json.dumps(b))
+        paths.append(str(p))
+    t0 = time.monotonic()
+    rc, out, err = run([MULTIPROG, mode, url + "/responses"] + paths + list(flags),
+                       env={"OPENAI_API_KEY": "sk-test"})
+    assert rc == 0, err
+    lines = [json.loads(l) for l in out.decode().splitlines() if l.startswith('{"i"')]
+    summary = [json.loads(l) for l in out.decode().splitlines() if l.startswith('{"summ')]
+    return lines, summary[0]["summary"], time.monotonic() - t0
+
+
+@pytest.mark.parametrize("mode", ["poll", "fdset"])
+def test_xferinfo_multi(fake, tmp_path, mode):
+    """The multi interface: a transfer's progress callback is called on the
+    program's thread inside its own calls, about once a second while code
+    runs; its nonzero answer (2nd call) ends that transfer with code 42 and
+    interrupts its code; the other transfer is untouched."""
+    lines, summary, took = multiprog(
+        tmp_path, mode, fake.url,
+        [body("import time\ntime.sleep(8)\nprint('woke')"), body("print(6 * 7)")],
+        "--abort-at", "2")
+    assert lines[0]["result"] == 42, lines[0]
+    assert lines[0]["progress"] == 2
+    assert lines[0]["errbuf"] == "Callback aborted"
+    assert lines[0]["body"] == ""
+    assert lines[1]["result"] == 0, lines[1]
+    assert "42" in lines[1]["body"]
+    assert summary["off_thread"] == 0
+    assert took < 6.5, took  # not the 8 s sleep
+    assert len(fake.requests()) == 3  # the stopped one's output never went up
+
+
 @pytest.mark.parametrize("mode", ["poll", "epoll"])
 def test_timeout_ms_multi(fake, tmp_path, mode):
     """The multi interface: TIMEOUT_MS counts from curl_multi_add_handle

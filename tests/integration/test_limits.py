@@ -231,20 +231,10 @@ def test_timeout_ms_multi(fake, tmp_path, mode):
     """The multi interface: TIMEOUT_MS counts from curl_multi_add_handle
     and ends the transfer in its code (interrupted) with code 28; a
     transfer within its time is untouched."""
-    slow = body("import time\ntime.sleep(6)\nprint('woke')")
-    quick = body("print(6 * 7)")
-    paths = []
-    for i, b in enumerate((slow, quick)):
-        p = tmp_path / ("b%d.json" % i)
-        p.write_text(json.dumps(b))
-        paths.append(str(p))
-    t0 = time.monotonic()
-    rc, out, err = run([MULTIPROG, mode, fake.url + "/responses"] + paths +
-                       ["--timeout-ms", "1500"],
-                       env={"OPENAI_API_KEY": "sk-test"})
-    took = time.monotonic() - t0
-    assert rc == 0, err
-    lines = [json.loads(l) for l in out.decode().splitlines() if l.startswith('{"i"')]
+    lines, _, took = multiprog(
+        tmp_path, mode, fake.url,
+        [body("import time\ntime.sleep(6)\nprint('woke')"), body("print(6 * 7)")],
+        "--timeout-ms", "1500")
     assert lines[0]["result"] == 28, lines[0]
     assert lines[0]["errbuf"].startswith("Operation timed out after "), lines[0]
     assert lines[0]["body"] == ""

@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,16 @@ static int greet(int fd, void *ctx)
     return rc;
 }
 
+/* The client says nothing while its code runs: anything it sends, or its
+ * end of the connection closing, means its request is over and the code
+ * is interrupted (session.c closes it to say so). */
+static int client_gone(void *ctx)
+{
+    struct pollfd p = {.fd = *(const int *)ctx, .events = POLLIN | POLLRDHUP};
+
+    return poll(&p, 1, 0) != 0;
+}
+
 /* One connection, greeted: one request. Returns 1 when the session must
  * end. */
 static int serve(int fd, struct shim_sandbox *sb, const struct shim_config *cfg,
@@ -232,7 +243,8 @@ static int serve(int fd, struct shim_sandbox *sb, const struct shim_config *cfg,
     code = cJSON_GetStringValue(cJSON_GetObjectItem(req, "code"));
     if (op && !strcmp(op, "exec") && code) {
         struct shim_exec_result r;
-        if (shim_sandbox_exec(sb, code, strlen(code), &r) == 0) {
+        struct shim_exec_stop stop = {client_gone, &fd};
+        if (shim_sandbox_exec_until(sb, code, strlen(code), &stop, &r) == 0) {
             ans = shim_proto_result_to_json(&r);
             shim_exec_result_free(&r);
         } else {

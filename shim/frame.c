@@ -125,3 +125,21 @@ int shim_frame_recv(int fd, struct shim_buf *b, size_t max, int64_t deadline)
     }
     return 0;
 }
+
+int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), void *ctx)
+{
+    while (stop) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t left = deadline - shim_clock_ms();
+        int n;
+
+        if (left <= 0)
+            return 0;
+        n = poll(&p, 1, left > tick_ms ? tick_ms : (int)left);
+        if (n > 0 || (n < 0 && errno != EINTR))
+            return 0; /* readable, or broken: the read says how */
+        if (stop(ctx))
+            return -ECANCELED;
+    }
+    return 0;
+}

@@ -32,6 +32,12 @@ int shim_frame_send(int fd, const void *head, size_t hn, const void *body, size_
  * host nothing until it sends it. */
 int shim_frame_recv(int fd, struct shim_buf *b, size_t max, int64_t deadline);
 
+/* Waits for fd to have bytes to read (or to be closed) until deadline,
+ * asking stop(ctx) every tick_ms meanwhile: 0 when fd is readable or the
+ * deadline passed (the read that follows says which), -ECANCELED once
+ * stop answers nonzero. stop NULL: returns 0 at once. */
+int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), void *ctx);
+
 uint32_t shim_frame_get32(const unsigned char *p);
 void shim_frame_put32(unsigned char *p, uint32_t v);
 

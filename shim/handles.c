@@ -4,6 +4,7 @@
 #include "handles.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -41,6 +42,7 @@ struct entry {
     int write_data_set;
     long failonerror, include_header;
     char *errorbuffer;
+    struct shim_handle_limits lim; /* timeout and progress (limits.h) */
     struct shim_creds creds; /* digests: a credential itself is never kept */
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
@@ -112,6 +114,7 @@ static void init_opts(struct entry *e)
     e->postsize = -1;
     e->infilesize = -1;
     e->src.read_data = stdin;
+    e->lim.noprogress = 1; /* libcurl's default */
 }
 
 static void free_opts(struct entry *e)
@@ -328,6 +331,24 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
         break;
+    case CURLOPT_TIMEOUT:
+        e->lim.timeout_ms = v.l > 0 && v.l < LONG_MAX / 1000 ? v.l * 1000 : v.l > 0 ? LONG_MAX : 0;
+        break;
+    case CURLOPT_TIMEOUT_MS:
+        e->lim.timeout_ms = v.l > 0 ? v.l : 0;
+        break;
+    case CURLOPT_NOPROGRESS:
+        e->lim.noprogress = v.l != 0;
+        break;
+    case CURLOPT_XFERINFOFUNCTION:
+        e->lim.xferinfo = (curl_xferinfo_callback)v.fn;
+        break;
+    case CURLOPT_PROGRESSFUNCTION:
+        e->lim.progress = (curl_progress_callback)v.fn;
+        break;
+    case CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
+        e->lim.progress_data = v.p;
+        break;
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY: {
         size_t i = opt == CURLOPT_CAINFO ? 0 : opt == CURLOPT_CAPATH ? 1
                  : opt == CURLOPT_PROXY ? 2 : 3;
@@ -358,6 +379,8 @@ static int interesting(CURLoption opt)
     case CURLOPT_READFUNCTION: case CURLOPT_READDATA: case CURLOPT_SEEKFUNCTION:
     case CURLOPT_SEEKDATA: case CURLOPT_IOCTLFUNCTION: case CURLOPT_IOCTLDATA:
     case CURLOPT_INFILESIZE: case CURLOPT_INFILESIZE_LARGE: case CURLOPT_CURLU:
+    case CURLOPT_TIMEOUT: case CURLOPT_TIMEOUT_MS: case CURLOPT_NOPROGRESS:
+    case CURLOPT_XFERINFOFUNCTION: case CURLOPT_PROGRESSFUNCTION: case CURLOPT_XFERINFODATA:
     case CURLOPT_RESOLVE:
         return 1;
     default:
@@ -589,6 +612,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->failonerror = e->failonerror;
     out->include_header = e->include_header;
     out->errorbuffer = e->errorbuffer;
+    out->lim = e->lim;
     out->creds = e->creds;
     for (i = 0; i < SHIM_HANDLE_NET; i++)
         if (e->net[i] && !(out->net[i] = strdup(e->net[i])))

@@ -55,6 +55,17 @@ union shim_optval {
 
 #define SHIM_HANDLE_NET 5
 
+/* What bounds and reports a transfer (limits.h): CURLOPT_TIMEOUT(_MS)
+ * as milliseconds (0: none), NOPROGRESS, XFERINFOFUNCTION or
+ * PROGRESSFUNCTION and their data (XFERINFODATA is PROGRESSDATA). */
+struct shim_handle_limits {
+    long timeout_ms;
+    int noprogress;
+    curl_xferinfo_callback xferinfo;
+    curl_progress_callback progress;
+    void *progress_data;
+};
+
 /* A copy of a handle's recorded options, taken at perform time. url and
  * custom_request (and net) are owned by the view (shim_handle_view_free); body and
  * headers are borrowed and valid while the perform that took the view
@@ -81,6 +92,7 @@ struct shim_handle_view {
     long failonerror;
     long include_header;
     char *errorbuffer;
+    struct shim_handle_limits lim;
     struct shim_creds creds; /* credential options, as digests */
     /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY and _RESOLVE (its entries
      * joined by '\n') (owned; NULL: not set): what codeshim's own calls to

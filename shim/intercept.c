@@ -16,6 +16,7 @@
 #include "json.h"
 #include "log.h"
 #include "loop.h"
+#include "xfer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -581,13 +582,16 @@ int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept
     j->v.header_cb = NULL;
     j->v.header_data = NULL;
     j->v.errorbuffer = NULL;
+    j->v.lim.noprogress = 1; /* the deadline holds; no callback of the program's */
+    j->v.lim.xferinfo = NULL;
+    j->v.lim.progress = NULL;
     return 0;
 }
 
-CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j)
+/* Under the program's limits (xfer.h): its deadline always, its
+ * callbacks when on its thread (a detached view keeps none). */
+static CURLcode answer(const struct shim_curl_api *api, struct shim_intercept_job *j, CURL *h)
 {
-    CURL *h = j->own ? j->own : j->h;
-
     switch (j->act) {
     case ACT_REFUSE:
         return refuse(h, &j->v, j->t0);
@@ -608,6 +612,18 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
     default:
         return shim_loop_run(api, h, &j->v, j->kind, j->req, j->t0);
     }
+}
+
+CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j)
+{
+    CURL *h = j->own ? j->own : j->h;
+    struct shim_xfer x;
+    CURLcode rc;
+
+    shim_xfer_begin(&x, h, &j->v, j->t0);
+    rc = answer(api, j, h);
+    shim_xfer_end(&x);
+    return rc;
 }
 
 CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)

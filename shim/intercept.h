@@ -41,7 +41,9 @@ void shim_intercept_duphandle(const struct shim_curl_api *api, CURL *from, CURL 
  * -ENOTSUP when libcurl cannot duplicate h. */
 int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j);
 /* Answers j through sinks made on the calling thread: the loop, or
- * codeshim's own refusal. Returns the transfer's CURLcode. */
+ * codeshim's own refusal, under the program's limits (xfer.h: its
+ * deadline, and its progress callback unless detached). Returns the
+ * transfer's CURLcode. */
 CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_intercept_job *j);
 void shim_intercept_job_free(struct shim_intercept_job *j);
 

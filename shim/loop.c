@@ -146,11 +146,20 @@ static void files_again(struct run *r)
     shim_files_opened(&r->files, r->cfg, r->identity, r->box, r->bound);
 }
 
+/* While code runs: the transfer's limits (xfer.h) and whether the program
+ * still reads; the code is interrupted once it is over. */
+static int exec_stop(void *ctx)
+{
+    struct run *r = ctx;
+    return !shim_sink_ok(&r->sink);
+}
+
 /* Runs one call of codeshim's tool; every outcome becomes tool output.
  * A streaming program sees the call start before the sandbox runs. */
 static void run_call(struct run *r, struct shim_call *c)
 {
     const char *why = NULL, *note, *fnote;
+    struct shim_exec_stop stop = {exec_stop, r};
     int rc = 0, renewed;
 
     c->executed = 1;
@@ -181,7 +190,8 @@ static void run_call(struct run *r, struct shim_call *c)
         c->output = join3("Error: the sandbox could not be started (", strerror(-rc),
                           "); the code was not run.");
         c->status = "failed";
-    } else if ((rc = shim_session_exec(r->box, c->code, strlen(c->code), &c->res)) < 0) {
+    } else if ((rc = shim_session_exec(r->box, c->code, strlen(c->code), &stop,
+                                       &c->res)) < 0) {
         c->output = join3("Error: the sandbox failed (", strerror(-rc),
                           "); the code may not have run.");
         c->status = "failed";

@@ -325,6 +325,50 @@ static void finish(struct mstate *st, struct xfer *x, CURLcode rc)
     shim_handle_view_free(&x->pv);
 }
 
+/* How long a program waiting on its multi handle may go without a call
+ * of a transfer's progress callback (libcurl: about once a second when
+ * nothing moves). */
+#define PROGRESS_MS 1000
+
+static int wants_progress(const struct xfer *x)
+{
+    const struct shim_handle_limits *l = &x->pv.lim;
+    return !x->done && !x->gone && !l->noprogress && (l->xferinfo || l->progress);
+}
+
+/* The program's progress callback, at each drive of x as libcurl calls it,
+ * told what was delivered of how much (0: unknown) and the request body
+ * as sent; nonzero ends x with CURLE_ABORTED_BY_CALLBACK (its worker
+ * stops, running code is interrupted). */
+static void progress(struct mstate *st, struct xfer *x)
+{
+    const struct shim_handle_limits *l = &x->pv.lim;
+    curl_off_t dn = x->out.info.size_download, ut = (curl_off_t)x->pv.body_len;
+    curl_off_t dt = x->out.info.content_length > 0 ? x->out.info.content_length : 0;
+    int r;
+
+    if (!wants_progress(x))
+        return;
+    r = l->xferinfo ? l->xferinfo(l->progress_data, dt, dn, ut, ut)
+                    : l->progress(l->progress_data, (double)dt, (double)dn, (double)ut,
+                                  (double)ut);
+    if (x->gone || x->done || !r || r == CURL_PROGRESSFUNC_CONTINUE)
+        return;
+    shim_sink_fail(&x->out, CURLE_ABORTED_BY_CALLBACK, "Callback aborted");
+    finish(st, x, CURLE_ABORTED_BY_CALLBACK);
+}
+
+/* 1 when a transfer of st wants its progress callback called. */
+static int any_progress(const struct mstate *st)
+{
+    const struct xfer *x;
+
+    for (x = st->xfers; x; x = x->next)
+        if (wants_progress(x))
+            return 1;
+    return 0;
+}
+
 static void serve_one(struct mstate *st, struct xfer *x)
 {
     CURLcode rc;
@@ -340,6 +384,8 @@ static void serve_one(struct mstate *st, struct xfer *x)
         finish(st, x, CURLE_SEND_ERROR);
     } else if (x->q && shim_sinkq_pending(x->q) && shim_sink_replay(&x->out, x->q, &rc)) {
         finish(st, x, rc);
+    } else if (x->q) {
+        progress(st, x);
     }
 }
 
@@ -612,6 +658,8 @@ CURLMcode shim_multi_wait(const struct shim_curl_api *api, CURLM *m, struct curl
             all[k].events = CURL_WAIT_POLLIN;
             k++;
         }
+    if (!ready && any_progress(st) && (timeout_ms < 0 || timeout_ms > PROGRESS_MS))
+        timeout_ms = PROGRESS_MS;
     REAL(fn(m, all, k, ready ? 0 : timeout_ms, &got));
     for (k = 0; k < n; k++)
         extra[k].revents = all[k].revents;
@@ -648,6 +696,8 @@ CURLMcode shim_multi_timeout(const struct shim_curl_api *api, CURLM *m, long *ms
     REAL(api->multi_timeout(m, ms));
     if (rc == CURLM_OK && ms && st && news(st))
         *ms = 0;
+    else if (rc == CURLM_OK && ms && st && any_progress(st) && (*ms < 0 || *ms > PROGRESS_MS))
+        *ms = PROGRESS_MS;
     return rc;
 }
 

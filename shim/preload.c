@@ -21,6 +21,7 @@
 #include "intercept.h"
 #include "multi.h"
 #include "real.h"
+#include "xfer.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -180,6 +181,23 @@ WRAPPER void w_reset(enum shim_flavor f, int in, CURL *h)
     shim_guard_enter();
     api->easy_reset(h);
     shim_guard_leave();
+}
+
+/* A transfer that this thread's curl_easy_perform answers is paused by
+ * codeshim (xfer.h, sink.h); any other by libcurl. Asked before the
+ * guard: the program pauses from its callbacks, which may run inside
+ * libcurl's call for the model (a relayed stream). */
+WRAPPER CURLcode w_pause(enum shim_flavor f, int in, CURL *h, int bits)
+{
+    const struct shim_curl_api *api = shim_real(f);
+    CURLcode rc;
+    (void)in;
+
+    if (!disabled() && shim_xfer_pause(h, bits))
+        return CURLE_OK;
+    if (!api)
+        return CURLE_FAILED_INIT;
+    STRAIGHT(api->easy_pause(h, bits));
 }
 
 WRAPPER CURL *w_duphandle(enum shim_flavor f, int in, CURL *h)
@@ -547,7 +565,12 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
     EXPORT __attribute__((symver("curl_easy_duphandle" VER))) CURL *           \
         tag##_duphandle(CURL *h)                                               \
     {                                                                          \
-        return w_duphandle(F, FROM_LIBCURL(F), h);                                              \
+        return w_duphandle(F, FROM_LIBCURL(F), h);                             \
+    }                                                                          \
+    EXPORT __attribute__((symver("curl_easy_pause" VER))) CURLcode             \
+        tag##_pause(CURL *h, int bits)                                         \
+    {                                                                          \
+        return w_pause(F, FROM_LIBCURL(F), h, bits);                           \
     }
 
 /* The prototypes keep -Wmissing-prototypes quiet for the aliases. */
@@ -558,7 +581,8 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
     CURLcode tag##_getinfo(CURL *, CURLINFO, ...);                             \
     void tag##_cleanup(CURL *);                                                \
     void tag##_reset(CURL *);                                                  \
-    CURL *tag##_duphandle(CURL *);
+    CURL *tag##_duphandle(CURL *);                                             \
+    CURLcode tag##_pause(CURL *, int);
 
 PROTOS(shim_openssl)
 PROTOS(shim_gnutls)

@@ -183,6 +183,7 @@ static void bind_flavor(enum shim_flavor f)
     BIND(easy_cleanup, "curl_easy_cleanup");
     BIND(easy_reset, "curl_easy_reset");
     BIND(easy_duphandle, "curl_easy_duphandle");
+    BIND(easy_pause, "curl_easy_pause");
     BIND(slist_append, "curl_slist_append");
     BIND(slist_free_all, "curl_slist_free_all");
     bind_multi(f, a);

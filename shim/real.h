@@ -30,6 +30,7 @@ struct shim_curl_api {
     void (*easy_cleanup)(CURL *);
     void (*easy_reset)(CURL *);
     CURL *(*easy_duphandle)(CURL *);
+    CURLcode (*easy_pause)(CURL *, int);
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
     /* The multi interface (multi.h). Bound when present: a libcurl

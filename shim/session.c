@@ -9,8 +9,10 @@
 
 #include "base64.h"
 #include "buf.h"
+#include "clock.h"
 #include "config.h"
 #include "cstore.h"
+#include "frame.h"
 #include "json.h"
 #include "log.h"
 #include "proto.h"
@@ -809,9 +811,12 @@ static int greeting(struct shim_session *b, int fd, int timeout_ms, int adopt)
 }
 
 /* One execution in the session: one connection. *stage says how far it
- * got when it fails. */
+ * got when it fails. While it waits (for its turn, then for the code),
+ * stop is asked every tick; once it says so the connection is closed
+ * (-ECANCELED), which the supervisor takes, while the code runs, as the
+ * order to interrupt it. */
 static int session_exec(struct shim_session *b, const char *code, struct shim_exec_result *out,
-                        enum stage *stage)
+                        const struct shim_exec_stop *stop, enum stage *stage)
 {
     int timeout = b->cfg->exec_timeout_s * 3000 + 30000; /* may queue behind another */
     int fd = connect_dir(b->dir), rc;
@@ -820,7 +825,12 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     *stage = NOT_REACHED;
     if (fd < 0)
         return fd;
-    rc = greeting(b, fd, timeout, 1);
+    /* the greeting waits while another request's code runs */
+    rc = stop ? shim_frame_wait(fd, shim_clock_ms() + timeout, SHIM_EXEC_STOP_TICK_MS,
+                                stop->fn, stop->ctx)
+              : 0;
+    if (rc == 0)
+        rc = greeting(b, fd, timeout, 1);
     if (rc != -ECONNRESET) /* closed before its greeting: the supervisor was ending */
         *stage = NOT_SENT;
     if (rc == 0) {
@@ -831,7 +841,11 @@ static int session_exec(struct shim_session *b, const char *code, struct shim_ex
     }
     if (rc == 0) {
         *stage = SENT;
-        rc = shim_proto_recv(fd, &ans, timeout);
+        rc = stop ? shim_frame_wait(fd, shim_clock_ms() + timeout, SHIM_EXEC_STOP_TICK_MS,
+                                    stop->fn, stop->ctx)
+                  : 0;
+        if (rc == 0)
+            rc = shim_proto_recv(fd, &ans, timeout);
         if (rc == 0)
             rc = shim_proto_result_from_json(ans, out);
     }
@@ -849,7 +863,15 @@ static int failure(struct shim_exec_result *out, enum stage stage, int err)
     char text[512];
 
     memset(out, 0, sizeof(*out));
-    if (stage == NOT_SENT && err == -E2BIG)
+    if (stage == SENT && err == -ECANCELED)
+        snprintf(text, sizeof(text), "Execution interrupted: the request that ran it was "
+                 "stopped (its time limit, or its program); the session's Python interpreter "
+                 "was restarted and its state was lost.\n");
+    else if (stage == NOT_SENT && err == -ECANCELED)
+        snprintf(text, sizeof(text), "Not run: the request was stopped (its time limit, or "
+                 "its program) while the session's sandbox was busy with another "
+                 "execution.\n");
+    else if (stage == NOT_SENT && err == -E2BIG)
         snprintf(text, sizeof(text), "Error: the code is too large for the session's channel "
                  "(at most %u bytes as JSON); it was not run.\n", SHIM_PROTO_MAX);
     else if (stage == NOT_SENT && err == -ETIMEDOUT)
@@ -894,7 +916,7 @@ static int reattach(struct shim_session *b)
 }
 
 int shim_session_exec(struct shim_session *b, const char *code, size_t len,
-                  struct shim_exec_result *out)
+                      const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
     enum stage stage;
     char *c;
@@ -903,16 +925,16 @@ int shim_session_exec(struct shim_session *b, const char *code, size_t len,
     if (!b)
         return -EINVAL;
     if (b->sb) {
-        rc = shim_sandbox_exec(b->sb, code, len, out);
+        rc = shim_sandbox_exec_until(b->sb, code, len, stop, out);
         remote_after(b);
         return rc;
     }
     c = strndup(code, len);
     if (!c)
         return -ENOMEM;
-    rc = session_exec(b, c, out, &stage);
+    rc = session_exec(b, c, out, stop, &stage);
     if (rc < 0 && stage == NOT_REACHED && (rc = reattach(b)) == 0)
-        rc = session_exec(b, c, out, &stage);
+        rc = session_exec(b, c, out, stop, &stage);
     free(c);
     return rc < 0 ? failure(out, stage, rc) : 0;
 }

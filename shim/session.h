@@ -78,11 +78,13 @@ struct shim_session_req {
 #define SHIM_SESSION_USER_CAP (-EUSERS)
 int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
                   struct shim_session **out);
-/* Runs code; same contract as shim_sandbox_exec. A session whose
+/* Runs code; same contract as shim_sandbox_exec_until (stop may be
+ * NULL). A session's supervisor is told to interrupt the code by the
+ * connection closing (serve.c). A session whose
  * supervisor cannot be reached is started afresh (and the note says so);
  * any later failure is a SHIM_EXEC_FAILED result saying what happened. */
 int shim_session_exec(struct shim_session *b, const char *code, size_t len,
-                  struct shim_exec_result *out);
+                      const struct shim_exec_stop *stop, struct shim_exec_result *out);
 const char *shim_session_container_id(const struct shim_session *b);
 /* A note for the model, once: earlier state is gone (NULL if none). */
 const char *shim_session_take_note(struct shim_session *b);

@@ -5,12 +5,14 @@
 #include "clock.h"
 #include "log.h"
 #include "sinkq.h"
+#include "xfer.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* The queue this thread's new sinks record into (queued mode). */
 static __thread struct shim_sinkq *tls_queue;
@@ -108,6 +110,7 @@ void shim_sink_init(struct shim_sink *s, CURL *h, const struct shim_handle_view 
     s->h = h;
     s->v = v;
     s->t0 = t0;
+    s->x = shim_xfer_find(h);
     /* libcurl empties it at the start of every transfer; a queued sink
      * never touches the program's memory (its replay sink does this) */
     if (!s->q && v->errorbuffer)
@@ -137,10 +140,28 @@ static CURLcode rec_push(struct shim_sink *s, int kind, const void *a, size_t an
     return err ? rec_failed(s, err) : CURLE_OK;
 }
 
+/* Once the transfer's limits tripped (xfer.h), the sink fails with their
+ * code and words. */
+static CURLcode limits(struct shim_sink *s)
+{
+    struct shim_xfer *x = s->x;
+
+    if (s->rc == CURLE_OK && x && x->rc != CURLE_OK) {
+        s->x = NULL; /* a plain failure, recorded in queued mode */
+        shim_sink_fail(s, x->rc, x->message);
+        s->x = x;
+    }
+    return s->rc;
+}
+
 int shim_sink_ok(struct shim_sink *s)
 {
     if (s->rc == CURLE_OK && s->q && shim_sinkq_stopped(s->q))
         rec_failed(s, -ECANCELED);
+    if (s->rc == CURLE_OK && s->x) {
+        shim_xfer_check(s->x);
+        limits(s);
+    }
     return s->rc == CURLE_OK;
 }
 
@@ -157,6 +178,13 @@ static void set_error(struct shim_sink *s, const char *msg)
 
 CURLcode shim_sink_fail(struct shim_sink *s, CURLcode rc, const char *message)
 {
+    /* an upstream call cut short by the transfer's deadline or its
+     * progress callback fails the transfer as libcurl says it */
+    if (s->rc == CURLE_OK && s->x &&
+        (rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_ABORTED_BY_CALLBACK))
+        shim_xfer_check(s->x);
+    if (limits(s) != CURLE_OK)
+        return s->rc;
     if (s->rc == CURLE_OK) {
         s->rc = rc;
         snprintf(s->message, sizeof(s->message), "%s", message);
@@ -179,18 +207,59 @@ static size_t call_write(shim_write_fn fn, const char *p, size_t n, void *ud)
     return fwrite(p, 1, n, ud ? (FILE *)ud : stdout);
 }
 
+/* While the program keeps the transfer's receiving paused: its progress
+ * callback (which may unpause it) every PAUSE_TICK_MS, its deadline. */
+#define PAUSE_TICK_MS 20
+
+static CURLcode wait_unpaused(struct shim_sink *s)
+{
+    struct timespec t = {0, PAUSE_TICK_MS * 1000000L};
+
+    while (s->rc == CURLE_OK && (s->x->paused & CURLPAUSE_RECV)) {
+        if (shim_xfer_check(s->x) != CURLE_OK)
+            return limits(s);
+        if (s->x->paused & CURLPAUSE_RECV)
+            nanosleep(&t, NULL);
+    }
+    return s->rc;
+}
+
+/* One write to a program's callback, as libcurl pauses it: while paused
+ * nothing is written; a callback that answers CURL_WRITEFUNC_PAUSE is
+ * given the same bytes again once unpaused (a transfer this thread's
+ * curl_easy_perform answers: s->x). What the callback took, or 0 when the
+ * transfer's limits ended it meanwhile. */
+static size_t paused_write(struct shim_sink *s, shim_write_fn fn, const char *p, size_t n,
+                           void *ud)
+{
+    size_t took;
+
+    for (;;) {
+        if (s->x && (s->x->paused & CURLPAUSE_RECV) && wait_unpaused(s) != CURLE_OK)
+            return 0;
+        took = call_write(fn, p, n, ud);
+        if (took != CURL_WRITEFUNC_PAUSE || !s->x)
+            break;
+        s->x->paused |= CURLPAUSE_RECV;
+    }
+    if (took == CURL_WRITEFUNC_PAUSE)
+        LOG_WARN("the program paused a transfer codeshim answers on another thread; "
+                 "codeshim cannot pause it, failing it");
+    return took;
+}
+
 static CURLcode header_line(struct shim_sink *s, const char *p, size_t n)
 {
     const struct shim_handle_view *v = s->v;
 
     if (v->header_cb) {
-        if (v->header_cb((char *)p, 1, n, v->header_data) != n)
+        if (paused_write(s, v->header_cb, p, n, v->header_data) != n)
             return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
     } else if (v->header_data) {
-        if (call_write(v->write_cb, p, n, v->header_data) != n)
+        if (paused_write(s, v->write_cb, p, n, v->header_data) != n)
             return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
     }
-    if (v->include_header && call_write(v->write_cb, p, n, v->write_data) != n)
+    if (v->include_header && paused_write(s, v->write_cb, p, n, v->write_data) != n)
         return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
     return CURLE_OK;
 }
@@ -259,9 +328,13 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     struct shim_buf block;
     const char *p, *end;
 
+    if (limits(s) != CURLE_OK)
+        return s->rc;
     if (s->q)
         return rec_begin(s, status, http_version, upstream_head, head_len, content_type,
                          body_len);
+    if (s->x)
+        s->x->dltotal = body_len >= 0 ? (curl_off_t)body_len : 0;
     shim_buf_init(&block, 1 << 20);
     if (shim_sink_head(&block, status, http_version, upstream_head, head_len,
                           content_type, body_len) < 0) {
@@ -315,17 +388,15 @@ CURLcode shim_sink_body(struct shim_sink *s, const char *p, size_t n)
 {
     if (s->q)
         return rec_body(s, p, n);
-    while (n && s->rc == CURLE_OK) {
+    while (n && limits(s) == CURLE_OK) {
         size_t chunk = n > CURL_MAX_WRITE_SIZE ? CURL_MAX_WRITE_SIZE : n;
-        size_t took = call_write(s->v->write_cb, p, chunk, s->v->write_data);
-        if (took != chunk) {
-            if (took == CURL_WRITEFUNC_PAUSE)
-                LOG_WARN("the program paused a synthetic transfer; "
-                         "codeshim cannot pause, failing it");
+
+        if (paused_write(s, s->v->write_cb, p, chunk, s->v->write_data) != chunk)
             return shim_sink_fail(s, CURLE_WRITE_ERROR,
                                   "Failure writing output to destination");
-        }
         s->info.size_download += (curl_off_t)chunk;
+        if (s->x)
+            s->x->dlnow += (curl_off_t)chunk;
         p += chunk;
         n -= chunk;
     }
@@ -344,6 +415,7 @@ CURLcode shim_sink_whole(struct shim_sink *s, long status, long http_version,
 
 CURLcode shim_sink_end(struct shim_sink *s)
 {
+    limits(s);
     if (s->q) {
         if (s->rc == CURLE_OK)
             rec_push(s, REC_END, NULL, 0, NULL, 0);

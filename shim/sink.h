@@ -17,7 +17,16 @@
  * (shim_sink_replay) inside its own curl_multi_* calls. What callers of
  * begin/body/end/fail see is the same in both modes, except that a
  * failure of the program's callback reaches a queued sink later, as
- * CURLE_ABORTED_BY_CALLBACK from its next call (or shim_sink_ok). */
+ * CURLE_ABORTED_BY_CALLBACK from its next call (or shim_sink_ok).
+ *
+ * A sink obeys its transfer's limits (xfer.h): once the deadline passed
+ * or the progress callback said stop, nothing more is delivered and every
+ * call fails with that code and libcurl's message (queued: recorded as
+ * the failure). A direct sink of a transfer that curl_easy_perform
+ * answers also pauses: a write callback that answers
+ * CURL_WRITEFUNC_PAUSE (or a curl_easy_pause(CURLPAUSE_RECV)) holds
+ * delivery, the progress callback called meanwhile, and the same bytes
+ * are written again once the program unpauses. */
 #ifndef SHIM_SINK_H
 #define SHIM_SINK_H
 
@@ -27,9 +36,11 @@
 #include <curl/curl.h>
 
 struct shim_sinkq;
+struct shim_xfer;
 
 struct shim_sink {
     struct shim_sinkq *q; /* queued mode: records go here */
+    struct shim_xfer *x;  /* direct mode: the transfer's limits (xfer.h), or NULL */
     char ct[256]; /* replay: the content type the answer keeps */
     CURL *h;
     const struct shim_handle_view *v;

@@ -13,6 +13,7 @@
 #include "store.h"
 #include "yamljson.h"
 #include "sse.h"
+#include "xfer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -61,6 +62,7 @@ struct shim_upstream {
     void *fn_ctx;
     int keep_stream;  /* a stream's bytes are kept in the reply: recording */
     cJSON *match;     /* what a cassette matches the next call on (match.h) */
+    struct shim_xfer *x; /* the program's limits on its transfer (xfer.h), or NULL */
 };
 
 static int is_sse_type(const char *ct)
@@ -298,6 +300,35 @@ static CURLcode stream_failure(struct shim_upstream *u, char *errbuf)
     return CURLE_FILESIZE_EXCEEDED;
 }
 
+/* The duplicate's progress: the program's transfer's (xfer.h), whose
+ * deadline or callback may stop the call. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    struct shim_upstream *u = ud;
+
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return shim_xfer_check(u->x) != CURLE_OK;
+}
+
+/* Each call gets the time left of the program's CURLOPT_TIMEOUT(_MS) (the
+ * duplicate inherited the whole of it); CURLE_OPERATION_TIMEDOUT without
+ * a call when none is left. Guard up. */
+static CURLcode bound_call(struct shim_upstream *u, char *errbuf)
+{
+    long left = shim_xfer_left_ms(u->x);
+
+    if (!u->x || !u->x->lim.timeout_ms)
+        return CURLE_OK;
+    if (left < 0 || shim_xfer_check(u->x) != CURLE_OK) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "%s", u->x->message[0] ? u->x->message
+                 : "Operation timed out");
+        return u->x->rc != CURLE_OK ? u->x->rc : CURLE_OPERATION_TIMEDOUT;
+    }
+    u->api->easy_setopt(u->h, CURLOPT_TIMEOUT_MS, left);
+    return CURLE_OK;
+}
+
 static CURLcode network_post(struct shim_upstream *u, const char *body, size_t len,
                              struct shim_http_reply *r, char *errbuf)
 {
@@ -305,6 +336,10 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
 
     u->cur = r;
     snprintf(r->source, sizeof(r->source), "network");
+    if ((rc = bound_call(u, errbuf)) != CURLE_OK) {
+        u->cur = NULL;
+        return rc;
+    }
     shim_guard_enter();
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
@@ -505,6 +540,24 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* A scripted turn's delay, as a slow server's: the program's limits
+ * (xfer.h) are checked every 50 ms, and end it as they end a network
+ * call. CURLE_OK, or their code (errbuf says why). */
+static CURLcode script_delay(struct shim_upstream *u, long ms, char *errbuf)
+{
+    double end = shim_clock_s() + ms / 1000.0, now;
+
+    while ((now = shim_clock_s()) < end) {
+        long left = (long)((end - now) * 1000) + 1;
+        if (shim_xfer_check(u->x) != CURLE_OK) {
+            snprintf(errbuf, CURL_ERROR_SIZE, "%s", u->x->message);
+            return u->x->rc;
+        }
+        sleep_ms(u->x && left > 50 ? 50 : left);
+    }
+    return CURLE_OK;
+}
+
 /* A turn that fails: an error status (with Retry-After), or a cut. */
 static CURLcode script_fail(const struct shim_script_turn *t, size_t i,
                             struct shim_http_reply *r, char *errbuf)
@@ -558,8 +611,13 @@ static CURLcode script_post(struct shim_upstream *u, const char *body, size_t le
     }
     snprintf(r->source, sizeof(r->source), "script %.130s #%zu", u->cfg->script, i + 1);
     LOG_INFO("upstream call answered by turn %zu of the script %s", i + 1, u->cfg->script);
-    if (t->delay_ms)
-        sleep_ms(t->delay_ms);
+    if (t->delay_ms) {
+        CURLcode drc = script_delay(u, t->delay_ms, errbuf);
+        if (drc != CURLE_OK) {
+            cJSON_Delete(req);
+            return drc;
+        }
+    }
     if (t->status || t->cut) {
         cJSON_Delete(req);
         return script_fail(t, i, r, errbuf);
@@ -630,6 +688,7 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     u->max_response = u->cfg->max_response;
     u->url = strdup(v->url ? v->url : "");
     u->t = choose(u->cfg);
+    u->x = shim_xfer_find(h);
     u->keep_stream = u->cfg->record_dir[0] != '\0';
     if (!u->url) {
         free(u);
@@ -664,7 +723,10 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     api->easy_setopt(u->h, CURLOPT_NOBODY, 0L);
     api->easy_setopt(u->h, CURLOPT_UPLOAD, 0L);
     api->easy_setopt(u->h, CURLOPT_FAILONERROR, 0L);
-    api->easy_setopt(u->h, CURLOPT_NOPROGRESS, 1L);
+    /* never the program's progress callback: with limits to watch, ours */
+    api->easy_setopt(u->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    api->easy_setopt(u->h, CURLOPT_XFERINFODATA, u);
+    api->easy_setopt(u->h, CURLOPT_NOPROGRESS, u->x ? 0L : 1L);
     api->easy_setopt(u->h, CURLOPT_VERBOSE, 0L);
     shim_guard_leave();
     *out = u;
@@ -727,6 +789,8 @@ CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max
         snprintf(errbuf, CURL_ERROR_SIZE, "codeshim: the Files API URL is too long");
         return CURLE_URL_MALFORMAT;
     }
+    if ((rc = bound_call(u, errbuf)) != CURLE_OK)
+        return rc;
     u->cur = r;
     u->smode = SM_WHOLE;
     shim_guard_enter();

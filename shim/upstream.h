@@ -2,8 +2,11 @@
  *
  * The only module that performs HTTP. Calls go through the real libcurl
  * of the program's own build, on a private duplicate of the program's
- * handle, so they inherit its TLS, proxy, timeout, resolve and auth
- * settings; the program's callbacks are replaced by capped buffers.
+ * handle, so they inherit its TLS, proxy, connect and low-speed timeouts,
+ * resolve and auth settings; the program's callbacks are replaced by
+ * capped buffers. Under the program's limits (xfer.h) each call gets the
+ * time left of its CURLOPT_TIMEOUT(_MS) and its progress is the
+ * transfer's (whose deadline or callback may stop it).
  * The same interface serves the other transports: the built-in offline
  * model (CODESHIM_OFFLINE) and recorded exchanges (CODESHIM_REPLAY);
  * CODESHIM_RECORD saves what the network answered (cassette.h). */

@@ -131,17 +131,23 @@ static void local_destroy(void *state)
 
 /* The first execution of a sandbox that is due to have a warm spare asks
  * for it once the execution is over, so the two never start at once. */
-static int local_exec(void *state, const char *code, size_t len,
-                      struct shim_exec_result *out)
+static int local_exec_until(void *state, const char *code, size_t len,
+                            const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
     struct shim_local *l = state;
-    int rc = shim_local_exec(l, code, len, out);
+    int rc = shim_local_exec(l, code, len, stop, out);
 
     if (l->spare_due) {
         l->spare_due = 0;
         shim_local_spare_prepare(&l->p);
     }
     return rc;
+}
+
+static int local_exec(void *state, const char *code, size_t len,
+                      struct shim_exec_result *out)
+{
+    return local_exec_until(state, code, len, NULL, out);
 }
 
 static int local_file_get(void *state, const char *name, size_t max, char **out, size_t *len)
@@ -224,6 +230,7 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
     .exec = local_exec,
+    .exec_until = local_exec_until,
     .destroy = local_destroy,
     .file_get = local_file_get,
     .file_put = local_file_put,

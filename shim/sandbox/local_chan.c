@@ -79,6 +79,15 @@ int shim_local_send_request(struct shim_local *l, const char *code, size_t len,
     return shim_frame_send(l->fd, head, sizeof(head), code, len, deadline);
 }
 
+int shim_local_send_interrupt(struct shim_local *l, int64_t deadline)
+{
+    unsigned char head[5];
+
+    head[0] = 'K';
+    shim_frame_put32(head + 1, l->seq);
+    return shim_frame_send(l->fd, head, sizeof(head), NULL, 0, deadline);
+}
+
 static int known_kind(unsigned char k)
 {
     return k == SHIM_REPLY_DONE || k == SHIM_REPLY_TIMEOUT || k == SHIM_REPLY_DIED ||

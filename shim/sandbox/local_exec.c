@@ -9,7 +9,11 @@
 
 #include "text.h"
 
+#include "frame.h"
+#include "sandbox.h"
+
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +110,51 @@ static int fill_result(const struct shim_local *l, const struct shim_local_reply
     return 0;
 }
 
+/* How long an interrupted request may take to be answered (the
+ * supervisor kills the interpreter and lists the files) before the whole
+ * sandbox is ended instead. */
+#define STOP_GRACE_MS 3000
+
+/* Waits for the reply to begin, asking stop between ticks; once stop
+ * says so, asks the supervisor to interrupt the code and gives it
+ * STOP_GRACE_MS. Then reads the reply frame. */
+static int wait_reply(struct shim_local *l, const struct shim_exec_stop *stop,
+                      int64_t deadline, struct shim_buf *frame, int *stopped)
+{
+    if (stop && shim_frame_wait(l->fd, deadline, SHIM_EXEC_STOP_TICK_MS, stop->fn,
+                                stop->ctx) == -ECANCELED) {
+        int64_t grace = shim_clock_ms() + STOP_GRACE_MS;
+        *stopped = 1;
+        if (grace < deadline)
+            deadline = grace;
+        shim_local_send_interrupt(l, deadline);
+    }
+    return shim_local_recv_frame(l, frame, deadline);
+}
+
+/* The result of an execution its request stopped: the code's output is
+ * nobody's now; what the sandbox knows is that its state is gone. */
+static int interrupted(struct shim_exec_result *out)
+{
+    static const char text[] = "Execution interrupted: the request that ran it was stopped "
+                               "(its time limit, or its program); the Python interpreter "
+                               "was restarted and its state (variables, imports) was lost.\n";
+
+    shim_exec_result_free(out);
+    memset(out, 0, sizeof(*out));
+    out->status = SHIM_EXEC_FAILED;
+    out->logs = strdup(text);
+    out->logs_len = out->logs ? sizeof(text) - 1 : 0;
+    return out->logs ? 0 : -ENOMEM;
+}
+
 static int exec_once(struct shim_local *l, const char *code, size_t len,
-                     struct shim_exec_result *out)
+                     const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
     struct shim_buf logs, frame;
     struct shim_local_reply r;
     int64_t deadline;
-    int rc, st;
+    int rc, st, stopped = 0;
 
     shim_buf_init(&logs, 2 * (l->p.output_cap + OUT_SLACK) + 4096);
     if (len > CODE_MAX)
@@ -135,7 +177,7 @@ static int exec_once(struct shim_local *l, const char *code, size_t len,
     deadline = shim_clock_ms() + ((int64_t)l->p.timeout_s + GRACE_S) * 1000;
     rc = shim_local_send_request(l, code, len, deadline);
     if (rc == 0)
-        rc = shim_local_recv_frame(l, &frame, deadline);
+        rc = wait_reply(l, stop, deadline, &frame, &stopped);
     if (rc == 0) {
         rc = shim_local_split_reply(l, &frame, &r);
         if (rc == 0) {
@@ -150,6 +192,10 @@ static int exec_once(struct shim_local *l, const char *code, size_t len,
         shim_exec_result_free(out);
         shim_buf_free(&logs);
         return -ENOMEM;
+    }
+    if (rc == 0 && stopped) {
+        shim_buf_free(&logs);
+        return interrupted(out);
     }
     if (rc == 0) {
         out->logs = shim_buf_take(&logs, &out->logs_len);
@@ -166,7 +212,7 @@ static int exec_once(struct shim_local *l, const char *code, size_t len,
 }
 
 int shim_local_exec(struct shim_local *l, const char *code, size_t len,
-                    struct shim_exec_result *out)
+                    const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
-    return exec_once(l, code, len, out);
+    return exec_once(l, code, len, stop, out);
 }

@@ -179,8 +179,12 @@ int shim_local_split_reply(const struct shim_local *l, const struct shim_buf *b,
 void shim_local_reply_free(struct shim_local_reply *r);
 
 /* local_exec.c: one execution (local.c's ops table wraps it). */
+struct shim_exec_stop;
 int shim_local_exec(struct shim_local *l, const char *code, size_t len,
-                    struct shim_exec_result *out);
+                    const struct shim_exec_stop *stop, struct shim_exec_result *out);
+/* local_chan.c: asks the supervisor to interrupt the running request
+ * l->seq (a 'K' frame; worker.py answers it as a timed-out one). */
+int shim_local_send_interrupt(struct shim_local *l, int64_t deadline);
 
 /* local_msg.c: the why of a failed start (into l->why), and the texts of
  * an execution (appended to logs; out->status set where it says so). */

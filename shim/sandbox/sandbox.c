@@ -366,6 +366,12 @@ static int finish_logs(struct shim_exec_result *r, size_t cap)
 int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
                       struct shim_exec_result *out)
 {
+    return shim_sandbox_exec_until(sb, code, len, NULL, out);
+}
+
+int shim_sandbox_exec_until(struct shim_sandbox *sb, const char *code, size_t len,
+                            const struct shim_exec_stop *stop, struct shim_exec_result *out)
+{
     double t0, t1;
     int rc;
 
@@ -378,7 +384,8 @@ int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
         code = "";
     pthread_mutex_lock(&sb->mu);
     t0 = shim_clock_s();
-    rc = sb->ops->exec(sb->state, code, len, out);
+    rc = stop && sb->ops->exec_until ? sb->ops->exec_until(sb->state, code, len, stop, out)
+                                     : sb->ops->exec(sb->state, code, len, out);
     t1 = shim_clock_s();
     pthread_mutex_unlock(&sb->mu);
     if (rc == 0)

@@ -46,6 +46,20 @@ const char *shim_sandbox_take_note(struct shim_sandbox *sb);
  * out->logs), or -errno only when no result could be produced at all. */
 int shim_sandbox_exec(struct shim_sandbox *sb, const char *code, size_t len,
                       struct shim_exec_result *out);
+/* Asked about every SHIM_EXEC_STOP_TICK_MS while an execution runs:
+ * nonzero interrupts it (the request that ran it is over: its time limit,
+ * or its program said stop). The interpreter is then restarted, as after
+ * its own time limit, so its state is lost and the sandbox's next
+ * execution says so; the result says the code was interrupted. */
+#define SHIM_EXEC_STOP_TICK_MS 50
+struct shim_exec_stop {
+    int (*fn)(void *ctx);
+    void *ctx;
+};
+/* shim_sandbox_exec, interrupted when stop says so (stop NULL: never).
+ * A backend that cannot interrupt (e2b) runs the code to its end. */
+int shim_sandbox_exec_until(struct shim_sandbox *sb, const char *code, size_t len,
+                            const struct shim_exec_stop *stop, struct shim_exec_result *out);
 /* A file of /mnt/data (name relative to it, as result.h lists them) into a
  * new buffer (caller frees) of at most max bytes: 0, -EFBIG, -ENOENT (no
  * such regular file: symlinks are never followed), -ENOTSUP (the backend

@@ -11,6 +11,7 @@
 
 struct shim_config;
 struct shim_http_net;
+struct shim_exec_stop;
 
 struct shim_sandbox_ops {
     const char *name;
@@ -20,6 +21,9 @@ struct shim_sandbox_ops {
      * contract as shim_sandbox_exec. */
     int (*exec)(void *state, const char *code, size_t len,
                 struct shim_exec_result *out);
+    /* Optional: exec, interrupted when stop says so (sandbox.h). */
+    int (*exec_until)(void *state, const char *code, size_t len,
+                      const struct shim_exec_stop *stop, struct shim_exec_result *out);
     /* Stop everything the sandbox started and free state. */
     void (*destroy)(void *state);
     /* The files of /mnt/data between executions (shim_sandbox_file_get,

@@ -48,6 +48,9 @@
 #     "exit": "..."}; worker JSON: {"status": "ok"|"error", "images":
 #     [{"mime", "data"}]} (empty unless kind is D); output: the cell's
 #     stdout and stderr in order, cut to head and tail around a note.
+#   host -> us, while a request runs: b"K" + seq(4): interrupt it (its
+#     caller is gone); answered as a timed-out request (T); one for a
+#     request already answered is ignored.
 #   between requests, the files of DATA_DIR (never following a symlink,
 #   regular files only; NAME is relative, "/"-separated, without "." or
 #   ".." parts):
@@ -763,6 +766,11 @@ def _supervisor():
             if cell is None and n >= 6 and payload[:1] == b"U":
                 remove_file(payload)
                 continue
+            if n == 5 and payload[:1] == b"K":
+                # interrupt the running request (an older one's is late)
+                if cell is not None and payload[1:5] == cell["seq"]:
+                    cell["stop"] = True
+                continue
             if cell is not None or n < 5 or payload[:1] != b"E":
                 kill_all()
                 os._exit(2)
@@ -790,7 +798,7 @@ def _supervisor():
                 select.select([wake_r], [], [], 0.01)
             reply("X", b"", describe(W.status))
             cell = None
-        elif mono() >= cell["deadline"]:
+        elif mono() >= cell["deadline"] or cell.get("stop"):
             reply("T")
             cell = None
         if cell is None and not W.pid:

@@ -268,6 +268,20 @@ static void test_fds(void **state)
     close(hi);
 }
 
+/* The next execution in sb runs in a new interpreter: x (set before) is
+ * gone, and the output says so first. */
+static void expect_restarted(struct shim_sandbox *sb)
+{
+    struct shim_exec_result r;
+
+    run(sb, "print('x' in globals())", &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    assert_true(!strncmp(r.logs, "[Note: the Python interpreter was restarted",
+                         strlen("[Note: the Python interpreter was restarted")));
+    assert_string_equal(strchr(r.logs, '\n') + 1, "False\n");
+    shim_exec_result_free(&r);
+}
+
 static void test_timeout(void **state)
 {
     struct shim_config c;
@@ -293,12 +307,7 @@ static void test_timeout(void **state)
     assert_non_null(strstr(r.logs, "state (variables, imports) was lost"));
     shim_exec_result_free(&r);
 
-    run(sb, "print('x' in globals())", &r);
-    assert_int_equal(r.status, SHIM_EXEC_OK);
-    assert_true(!strncmp(r.logs, "[Note: the Python interpreter was restarted",
-                         strlen("[Note: the Python interpreter was restarted")));
-    assert_string_equal(strchr(r.logs, '\n') + 1, "False\n");
-    shim_exec_result_free(&r);
+    expect_restarted(sb);
     expect(sb, "print(7)", SHIM_EXEC_OK, "7\n"); /* the note comes once */
 
     /* a sleeping child holding the output open does not stop the kill */
@@ -307,6 +316,43 @@ static void test_timeout(void **state)
     assert_int_equal(r.status, SHIM_EXEC_TIMEOUT);
     assert_true(now_s() - t0 < 3.0);
     shim_exec_result_free(&r);
+    shim_sandbox_close(sb);
+}
+
+/* The stop hook: nonzero from its third call on. */
+static int stop_at_third(void *ctx)
+{
+    return ++*(int *)ctx >= 3;
+}
+
+/* An execution its caller stops is interrupted at once (not at its time
+ * limit), its interpreter restarted; the sandbox goes on, and its next
+ * execution says the state was lost. */
+static void test_exec_until_stops(void **state)
+{
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    struct shim_exec_result r;
+    int calls = 0;
+    struct shim_exec_stop stop = {stop_at_third, &calls};
+    double t0, dt;
+
+    (void)state;
+    make_cfg(&c);
+    c.exec_timeout_s = 30;
+    sb = open_sb(&c);
+    expect(sb, "x = 1", SHIM_EXEC_OK, "");
+    t0 = now_s();
+    assert_int_equal(shim_sandbox_exec_until(sb, "import time\ntime.sleep(20)", 26, &stop, &r),
+                     0);
+    dt = now_s() - t0;
+    assert_int_equal(calls, 3);
+    assert_int_equal(r.status, SHIM_EXEC_FAILED);
+    assert_non_null(strstr(r.logs, "Execution interrupted"));
+    assert_true(dt < 10.0); /* not the 20 s sleep, nor the 30 s limit */
+    shim_exec_result_free(&r);
+
+    expect_restarted(sb);
     shim_sandbox_close(sb);
 }
 
@@ -974,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_clean_env),
         cmocka_unit_test(test_fds),
         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_exec_until_stops),
         cmocka_unit_test(test_worker_death),
         cmocka_unit_test(test_worker_death_unseen),
         cmocka_unit_test(test_forged_frames),

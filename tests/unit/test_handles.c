@@ -1035,10 +1035,69 @@ static void concurrent_handles_stay_apart(void **state)
     assert_int_equal(shim_handles_count(), base);
 }
 
+static int dummy_xferinfo(void *u, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)u, (void)a, (void)b, (void)c, (void)d;
+    return 0;
+}
+
+/* The limits a transfer obeys (xfer.h): TIMEOUT in seconds and TIMEOUT_MS
+ * as milliseconds (the last set wins), NOPROGRESS (libcurl's default 1),
+ * the progress callback and its data; reset restores the defaults, dup
+ * copies them. */
+static void limits_are_recorded(void **state)
+{
+    struct shim_handle_view v;
+    union shim_optval fv;
+    int ud;
+
+    (void)state;
+    rec_p(H(0x7100), CURLOPT_URL, "https://api.openai.com/v1/responses");
+    assert_int_equal(shim_handles_view(H(0x7100), &v), 0);
+    assert_int_equal(v.lim.timeout_ms, 0);
+    assert_int_equal(v.lim.noprogress, 1);
+    assert_null(v.lim.xferinfo);
+    shim_handle_view_free(&v);
+
+    rec_l(H(0x7100), CURLOPT_TIMEOUT, 3);
+    rec_l(H(0x7100), CURLOPT_NOPROGRESS, 0);
+    fv.fn = (void (*)(void))dummy_xferinfo;
+    shim_handles_record(H(0x7100), SHIM_FLAVOR_OPENSSL, CURLOPT_XFERINFOFUNCTION, fv, 1);
+    rec_p(H(0x7100), CURLOPT_XFERINFODATA, &ud);
+    assert_int_equal(shim_handles_view(H(0x7100), &v), 0);
+    assert_int_equal(v.lim.timeout_ms, 3000);
+    assert_int_equal(v.lim.noprogress, 0);
+    assert_ptr_equal(v.lim.xferinfo, dummy_xferinfo);
+    assert_ptr_equal(v.lim.progress_data, &ud);
+    shim_handle_view_free(&v);
+
+    rec_l(H(0x7100), CURLOPT_TIMEOUT_MS, 250);
+    shim_handles_dup(H(0x7100), H(0x7200));
+    assert_int_equal(shim_handles_view(H(0x7200), &v), 0);
+    assert_int_equal(v.lim.timeout_ms, 250);
+    assert_ptr_equal(v.lim.xferinfo, dummy_xferinfo);
+    shim_handle_view_free(&v);
+
+    rec_l(H(0x7100), CURLOPT_TIMEOUT_MS, -5); /* libcurl refuses it; none here */
+    shim_handles_reset(H(0x7200));
+    rec_p(H(0x7200), CURLOPT_URL, "https://api.openai.com/v1/responses");
+    assert_int_equal(shim_handles_view(H(0x7200), &v), 0);
+    assert_int_equal(v.lim.timeout_ms, 0);
+    assert_int_equal(v.lim.noprogress, 1);
+    assert_null(v.lim.xferinfo);
+    shim_handle_view_free(&v);
+    assert_int_equal(shim_handles_view(H(0x7100), &v), 0);
+    assert_int_equal(v.lim.timeout_ms, 0);
+    shim_handle_view_free(&v);
+    shim_handles_forget(H(0x7100));
+    shim_handles_forget(H(0x7200));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unknown_handles_have_nothing),
+        cmocka_unit_test(limits_are_recorded),
         cmocka_unit_test(view_shows_recorded_options),
         cmocka_unit_test(views_own_their_strings),
         cmocka_unit_test(postfields_are_borrowed_and_sized_in_any_order),

@@ -2,10 +2,14 @@
  * through the multi interface, in the ways event-loop programs do. It
  * knows nothing about codeshim.
  *
- *   multiprog MODE URL BODYFILE... [--plain BODYFILE] [--n N]
+ *   multiprog MODE URL BODYFILE... [--plain BODYFILE] [--n N] [--timeout-ms N]
+ *             [--abort-at N]
  *
  * Each BODYFILE is POSTed (Authorization: Bearer $OPENAI_API_KEY) to URL
- * on its own easy handle, all in one multi handle; --plain adds one more.
+ * on its own easy handle, all in one multi handle; --plain adds one more;
+ * --timeout-ms sets CURLOPT_TIMEOUT_MS on each (and "errbuf" is reported);
+ * --abort-at N gives each an XFERINFOFUNCTION counting its calls
+ * ("progress"), the first transfer's answering 1 on its Nth call.
  * At the end one JSON line per transfer goes to stdout:
  *   {"i":0,"result":0,"status":200,"content_type":"...","body":"...",
  *    "headers":N,"writes":N,"late":N}
@@ -64,6 +68,8 @@ struct xfer {
     size_t len;
     int headers, writes, late, removed, done;
     CURLcode result;
+    char errbuf[CURL_ERROR_SIZE];
+    int progress;
     struct curl_slist *hdrs;
     pthread_t owner;
     int *off_thread;
@@ -146,6 +152,18 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
+static long g_timeout_ms;
+static int g_abort_at;
+
+static int on_xferinfo(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    struct xfer *x = ud;
+
+    (void)dt, (void)dn, (void)ut, (void)un;
+    check_thread(x);
+    return ++x->progress >= g_abort_at && x->i == 0; /* the others only count */
+}
+
 static void setup(struct run *r, int i, const char *body)
 {
     struct xfer *x = &r->x[i];
@@ -165,6 +183,14 @@ static void setup(struct run *r, int i, const char *body)
     curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(x->e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(x->e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, x->errbuf);
+    if (g_timeout_ms)
+        curl_easy_setopt(x->e, CURLOPT_TIMEOUT_MS, g_timeout_ms);
+    if (g_abort_at) {
+        curl_easy_setopt(x->e, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+        curl_easy_setopt(x->e, CURLOPT_XFERINFODATA, x);
+        curl_easy_setopt(x->e, CURLOPT_NOPROGRESS, 0L);
+    }
 }
 
 static void start(struct run *r)
@@ -236,6 +262,8 @@ static void print_run(struct run *r, const char *prefix)
         cJSON_AddNumberToObject(o, "writes", x->writes);
         cJSON_AddNumberToObject(o, "late", x->late);
         cJSON_AddBoolToObject(o, "removed", x->removed);
+        cJSON_AddStringToObject(o, "errbuf", x->errbuf);
+        cJSON_AddNumberToObject(o, "progress", x->progress);
         s = cJSON_PrintUnformatted(o);
         printf("%s%s\n", prefix, s);
         free(s);
@@ -777,6 +805,10 @@ int main(int argc, char **argv)
             g_plain = slurp(argv[++i]);
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc)
+            g_timeout_ms = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--abort-at") && i + 1 < argc)
+            g_abort_at = atoi(argv[++i]);
         else if (g_nbodies < MAXX - 1 && !(g_bodies[g_nbodies++] = slurp(argv[i])))
             return 2;
     }

@@ -79,6 +79,17 @@ int shim_chain_save(const struct shim_config *cfg, const char *identity,
     return rc;
 }
 
+void shim_chain_forget(const struct shim_config *cfg, const char *identity,
+                       const char *answer_id)
+{
+    char path[SHIM_PATH_MAX + 80];
+
+    /* no runtime directory yet: no entry to drop, and none is made */
+    if (answer_id && access(cfg->runtime_dir, F_OK) == 0 &&
+        entry_path(cfg, identity, answer_id, path, sizeof(path)) == 0)
+        unlink(path);
+}
+
 int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON *up)
 {
     const char *prev = shim_json_str(up, "previous_response_id"), *uid;

@@ -29,5 +29,11 @@ int shim_chain_save(const struct shim_config *cfg, const char *identity,
  * up continues an answer but the runtime directory is not usable (whether
  * it is one of codeshim's cannot be told; shim_store_why() says why). */
 int shim_chain_apply(const struct shim_config *cfg, const char *identity, cJSON *up);
+/* An answer that needs no entry (its id is the upstream's, nothing owed)
+ * drops any older entry of that id: an upstream that gives the same id
+ * again (a test double's counter, a replayed recording) is never
+ * continued from another answer's history. */
+void shim_chain_forget(const struct shim_config *cfg, const char *identity,
+                       const char *answer_id);
 
 #endif

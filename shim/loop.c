@@ -400,6 +400,8 @@ static void remember(struct run *r, const cJSON *reply, const struct shim_call *
             cJSON_AddItemToArray(owed, r->ops->call_output(&calls[i]));
     if (strcmp(ans_id, up_id) || owed->child)
         shim_chain_save(r->cfg, r->identity, ans_id, up_id, owed);
+    else
+        shim_chain_forget(r->cfg, r->identity, ans_id);
     cJSON_Delete(owed);
 }
 

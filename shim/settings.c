@@ -378,14 +378,17 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
     }
 }
 
-int shim_setting_check(const struct shim_setting *s, const char *v, char *why, size_t whysz)
+/* v judged once: 0 with *n the number (or word index) it means, or
+ * -EINVAL with the message in why. */
+static int read_value(const struct shim_setting *s, const char *v, long long *n, char *why,
+                      size_t whysz)
 {
     char lo[32], hi[32], fb[96];
     const char *bad;
-    long long n = 0;
 
+    *n = 0;
     if (s->kind == SHIM_SET_SECRET || s->kind == SHIM_SET_STR || s->kind == SHIM_SET_DIR ||
-        !(bad = judge(s, v, &n)))
+        !(bad = judge(s, v, n)))
         return 0;
     fallback(s, fb, sizeof(fb));
     fmt_value(s, s->lo, lo, sizeof(lo));
@@ -397,6 +400,13 @@ int shim_setting_check(const struct shim_setting *s, const char *v, char *why, s
     else
         snprintf(why, whysz, "%s=%.64s: %s; %s", s->var, v, bad, fb);
     return -EINVAL;
+}
+
+int shim_setting_check(const struct shim_setting *s, const char *v, char *why, size_t whysz)
+{
+    long long n;
+
+    return read_value(s, v, &n, why, whysz);
 }
 
 /* ---- the parser ---- */
@@ -524,7 +534,7 @@ static void parse_one(struct parse_ctx *p, struct shim_config *c, const struct s
 {
     const char *v = p->env(s->var, p->ctx);
     char why[256];
-    long long n = 0;
+    long long n;
 
     if (s->kind == SHIM_SET_DIR) {
         c->runtime_dir_default = get_runtime_dir(p, c->runtime_dir, sizeof(c->runtime_dir));
@@ -538,7 +548,7 @@ static void parse_one(struct parse_ctx *p, struct shim_config *c, const struct s
         parse_secret(p, c, s, v);
         return;
     }
-    if (shim_setting_check(s, v, why, sizeof(why)) < 0) {
+    if (read_value(s, v, &n, why, sizeof(why)) < 0) {
         warn(p, why);
         if (s->kind == SHIM_SET_WORD && s->bad_is_error)
             store_str(c, s, "");
@@ -550,7 +560,6 @@ static void parse_one(struct parse_ctx *p, struct shim_config *c, const struct s
         warn(p, why);
         return;
     }
-    judge(s, v, &n);
     if (s->kind == SHIM_SET_STR || s->kind == SHIM_SET_PATH)
         store_str(c, s, v);
     else if (s->kind == SHIM_SET_WORD) /* the word as the table spells it */

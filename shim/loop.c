@@ -46,6 +46,7 @@ struct run {
     int bound; /* the sandbox is a container tools[].container names */
     int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
+    int matched;  /* the upstream matches calls on what they were (a cassette) */
     cJSON *calls; /* each call so far as a cassette matches on it (match.h) */
     char id[32]; /* request id in traces */
     char identity[65]; /* whose sessions and continuations (store.h) */
@@ -128,7 +129,7 @@ static void note_call(struct run *r, const struct shim_call *c)
 {
     cJSON *o;
 
-    if (!r->calls && !(r->calls = cJSON_CreateArray()))
+    if (!r->matched || (!r->calls && !(r->calls = cJSON_CreateArray())))
         return;
     o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "code", c->code ? c->code : c->arguments ? c->arguments : "");
@@ -729,6 +730,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
                              : oom(&r);
         goto out;
     }
+    r.matched = shim_upstream_matches(u);
     if (!bring_files(&r, u, up, &rc))
         goto out;
     if (r.cv.stream && shim_upstream_streams(u))

@@ -665,6 +665,11 @@ static int needs_network(const struct shim_upstream *u)
            (strcmp(u->cfg->record_mode, "once") || !shim_cassette_existed(u->cfg->cassette));
 }
 
+int shim_upstream_matches(const struct shim_upstream *u)
+{
+    return u->t == &cassette;
+}
+
 void shim_upstream_set_match(struct shim_upstream *u, const cJSON *req, const cJSON *calls)
 {
     if (u->t != &cassette)

@@ -63,6 +63,8 @@ CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max
  * request and the calls of codeshim's tool made so far (code, output).
  * Nothing when no cassette is in use. */
 void shim_upstream_set_match(struct shim_upstream *u, const cJSON *req, const cJSON *calls);
+/* Whether set_match is heard: only then need the caller keep the calls. */
+int shim_upstream_matches(const struct shim_upstream *u);
 void shim_upstream_close(struct shim_upstream *u);
 
 #endif

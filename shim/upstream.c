@@ -227,6 +227,27 @@ static CURL *dup_program_handle(const struct shim_curl_api *api, CURL *h,
     return d;
 }
 
+/* An OpenAI-shaped error answer that codeshim makes (the offline model's
+ * failure, a replay's or a cassette's miss, the script's). */
+static void error_reply(struct shim_http_reply *r, long status, const char *type,
+                        const char *code, const char *message)
+{
+    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
+    char *text;
+
+    cJSON_AddStringToObject(o, "message", message);
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddNullToObject(o, "param");
+    if (code)
+        cJSON_AddStringToObject(o, "code", code);
+    else
+        cJSON_AddNullToObject(o, "code");
+    text = cJSON_PrintUnformatted(e);
+    cJSON_Delete(e);
+    shim_http_reply_local(r, status, text ? text : "{}");
+    free(text);
+}
+
 static CURLcode offline_post(struct shim_upstream *u, const char *body, size_t len,
                              struct shim_http_reply *r, char *errbuf)
 {
@@ -239,8 +260,7 @@ static CURLcode offline_post(struct shim_upstream *u, const char *body, size_t l
     if (text)
         shim_http_reply_local(r, 200, text);
     else
-        shim_http_reply_local(r, 500, "{\"error\":{\"message\":\"codeshim offline model failed\","
-                                      "\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+        error_reply(r, 500, "server_error", NULL, "codeshim offline model failed");
     free(text);
     cJSON_Delete(rep);
     cJSON_Delete(req);
@@ -263,11 +283,9 @@ static CURLcode replay_post(struct shim_upstream *u, const char *body, size_t le
     shim_http_reply_init(r, HEAD_CAP, u->max_response);
     LOG_ERR("replay: no recorded exchange %s (occurrence %d) in %s", key, occ,
             u->cfg->replay_dir);
-    snprintf(msg, sizeof(msg),
-             "{\"error\":{\"message\":\"codeshim replay: no recorded exchange matches "
-             "this request (key %s, occurrence %d)\",\"type\":\"codeshim_replay_miss\","
-             "\"param\":null,\"code\":\"replay_miss\"}}", key, occ);
-    shim_http_reply_local(r, 500, msg);
+    snprintf(msg, sizeof(msg), "codeshim replay: no recorded exchange matches this request "
+             "(key %s, occurrence %d)", key, occ);
+    error_reply(r, 500, "codeshim_replay_miss", "replay_miss", msg);
     return CURLE_OK;
 }
 
@@ -405,27 +423,6 @@ static CURLcode replay_post_stream(struct shim_upstream *u, const char *body, si
                                    struct shim_http_reply *r, char *errbuf)
 {
     return feed_recorded(u, replay_post(u, body, len, r, errbuf), r, errbuf);
-}
-
-/* An OpenAI-shaped error answer that codeshim makes (a cassette's miss,
- * the script's). */
-static void error_reply(struct shim_http_reply *r, long status, const char *type,
-                        const char *code, const char *message)
-{
-    cJSON *e = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(e, "error");
-    char *text;
-
-    cJSON_AddStringToObject(o, "message", message);
-    cJSON_AddStringToObject(o, "type", type);
-    cJSON_AddNullToObject(o, "param");
-    if (code)
-        cJSON_AddStringToObject(o, "code", code);
-    else
-        cJSON_AddNullToObject(o, "code");
-    text = cJSON_PrintUnformatted(e);
-    cJSON_Delete(e);
-    shim_http_reply_local(r, status, text ? text : "{}");
-    free(text);
 }
 
 /* CODESHIM_CASSETTE: replay what matches; past that, by the record mode,

@@ -1,8 +1,9 @@
 /* settings.h - the table of codeshim's settings: every variable the
  * library reads, with its kind, default, range and one line of help. The
  * parser (shim_config_parse in settings.c), the check for misspelt
- * CODESHIM_* names, the launcher's option values and `make test`'s check of
- * the README and the man page all read this one table, so they cannot
+ * CODESHIM_* names, the launcher's options and --help, and `make test`'s
+ * check of the README and the man page (tests/tools/settings_docs.py) all
+ * read this one table, so they cannot
  * drift. Pure: no I/O, no globals but the constant table. */
 #ifndef SHIM_SETTINGS_H
 #define SHIM_SETTINGS_H
@@ -119,6 +120,13 @@ struct shim_setting {
     int bad_is_error;         /* WORD: a bad value leaves the field empty
                                  (requests that need it fail) */
     const char *help;         /* one line, for --help and the docs */
+    /* The launcher's option that sets it (codeshim --NAME), or NULL. A
+     * BOOL option takes no value and sets "1"; a NUM or SIZE option takes
+     * digits in lo..hi; a WORD or LEVEL option one of the words; a STR
+     * option a path, made absolute (a program only when it holds a '/'). */
+    const char *option;
+    const char *arg;          /* the option's value in --help and messages */
+    int option_program;       /* STR: a program, looked up in PATH */
 };
 
 extern const struct shim_setting shim_settings[];
@@ -137,6 +145,10 @@ int shim_setting_bool(const char *v);
  * default it falls back to; secrets are never quoted). */
 int shim_setting_check(const struct shim_setting *s, const char *v, char *why,
                        size_t whysz);
+
+/* The word of a WORD or LEVEL setting that v names (any case), as the
+ * table spells it, into out: its index, or -EINVAL. */
+int shim_setting_word(const struct shim_setting *s, const char *v, char *out, size_t outsz);
 
 /* Its default and the values it takes ("1..1000", "64M..1T",
  * "local|e2b"; "" for text), as people read them, n bytes each. */

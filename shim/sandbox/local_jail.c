@@ -55,11 +55,9 @@ static void rm_entry(int dfd, const char *name, int depth)
     if (depth >= RM_MAX_DEPTH)
         return;
     sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0 && errno == EACCES) {
-        fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW);
-        sub = openat(dfd, name,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    }
+    /* a directory the code made unreadable: made readable, opened again */
+    if (sub < 0 && errno == EACCES && fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return;
     fchmod(sub, 0700);

@@ -371,7 +371,7 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
     case SHIM_SET_NUM:
     case SHIM_SET_SIZE:
         if (s->def == DEF_BY_CORES)
-            snprintf(def, n, "2 x cores");
+            snprintf(def, n, "2 x online cores (at most 64)");
         else
             fmt_value(s, s->def, def, n);
         fmt_value(s, s->lo, lo, sizeof(lo));
@@ -384,7 +384,8 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
         snprintf(range, n, "%s", s->text);
         break;
     case SHIM_SET_DIR: /* get_runtime_dir's rule */
-        snprintf(def, n, "/run/codeshim for root, else $XDG_RUNTIME_DIR/codeshim, else "
+        snprintf(def, n, "/run/codeshim for root, else $XDG_RUNTIME_DIR/codeshim (when it is "
+                 "the user's own, 0700), else $XDG_CACHE_HOME/codeshim/run or "
                  "~/.cache/codeshim/run");
         break;
     default:

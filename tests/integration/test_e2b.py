@@ -1,4 +1,4 @@
-"""Issue 11: the e2b sandbox backend (CODESHIM_SANDBOX=e2b) against a fake
+"""The e2b sandbox backend (CODESHIM_SANDBOX=e2b) against a fake
 e2b on loopback (tests/fakes/fake_e2b.py): the Responses and Chat loops,
 streaming and not, both host forms (shared host; per-port hosts over TLS
 with the program's CA), what e2b received, every error of the issue, images,

@@ -1,4 +1,4 @@
-"""Issue 9: the sandbox's kernel surface, attacked the way a program meets
+"""The sandbox's kernel surface, attacked the way a program meets
 it: model-written code run by codeshim inside the curl CLI (against the
 model-mode fake upstream), across separate curl runs where the attack needs
 the sandbox to sit idle between executions (a session).

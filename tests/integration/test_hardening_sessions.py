@@ -1,4 +1,4 @@
-"""Issue 9 (sessions and identity, part 1): session hardening.
+"""Sessions and identity, part 1: session hardening.
 
 Every request is a separate run of the curl CLI (or of a small pycurl
 program) under codeshim, as in test_sessions.py, whose helpers these tests
@@ -164,7 +164,7 @@ def test_supervisor_lost_during_execution_is_not_run_again(fake, rt, tmp_path):
 
 
 # ---- 4. a runtime directory taken by someone else ----
-# (issue 20: defaults no other user can take, and a refusal the program
+# (the defaults no other user can take, and a refusal the program
 # sees instead of a private sibling: test_runtime.py)
 
 

@@ -1,4 +1,4 @@
-"""Issue 21: the program's own limits on an intercepted easy transfer.
+"""The program's own limits on an intercepted easy transfer.
 
 CURLOPT_TIMEOUT(_MS) bounds the whole transfer, executions included (the
 running code is interrupted); the progress callback is called while it

@@ -1,4 +1,4 @@
-"""Issue 20: the runtime directory, session hosts and per-user caps.
+"""The runtime directory, session hosts and per-user caps.
 
 1. The default runtime directory is one no other user can take
    (/run/codeshim for root, $XDG_RUNTIME_DIR/codeshim when it is the

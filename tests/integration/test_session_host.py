@@ -1,4 +1,4 @@
-"""Issue 15: sessions get the fast start too.
+"""Sessions get the fast start too.
 
 A session's supervisor is forked by the identity's session host
 (codeshim-sessiond, sessiond/host.c), which keeps a fork server with the

@@ -1,4 +1,4 @@
-"""Issue 6: sessions across requests and program runs, isolated per API key.
+"""Sessions across requests and program runs, isolated per API key.
 
 Every request here is a separate run of the curl CLI under codeshim, so
 state that survives lives in a session supervisor (codeshim-sessiond), not

@@ -137,7 +137,7 @@ static void replies_at_the_limits_are_taken(void **state)
     free(l);
 }
 
-/* The attack of issue 9: a long array where the images go. 10 MB of
+/* A hostile worker's attack: a long array where the images go. 10 MB of
  * "0," would be 5 million cJSON items (over 300 MB). */
 static void many_values_are_refused(void **state)
 {

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 import session_host
-from conftest import alive, descendants, ppid
-from test_hardening_sessions import wait_for
+from conftest import alive, descendants, ppid, wait_for
 from test_sessions import ask, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
 HOSTS = "*/hosts/*/pid"

@@ -11,7 +11,10 @@ words "`a` `b`", numbers and sizes "lo–hi"); the meaning is free prose.
 
 Man page: one entry (.TP then .B NAME) per setting in ENVIRONMENT, and for
 every setting with a default the table can state, the line
-"Default D." or "Default D, range LO to HI." in its entry.
+"Default D." or "Default D, range LO to HI." in its entry. In OPTIONS, an
+entry for every launcher option of the table (and none the table lacks
+but the launcher's own), naming the variable it sets and, for a number,
+the range the launcher takes ("LO to HI", in digits).
 
 Exit status 0, or 1 with every difference listed.
 """
@@ -25,8 +28,9 @@ def read_dump(path):
     rows = {}
     with open(path) as f:
         for line in f:
-            var, kind, default, rng, option, arg, help_ = line.rstrip("\n").split("\t")
-            rows[var] = {"kind": kind, "default": default, "range": rng}
+            var, kind, default, rng, option, arg, lo, hi, help_ = line.rstrip("\n").split("\t")
+            rows[var] = {"kind": kind, "default": default, "range": rng, "option": option,
+                         "lo": lo, "hi": hi}
     return rows
 
 
@@ -131,6 +135,45 @@ def check_man(text, table, errors):
             errors.append("man page: %s's entry lacks the line %r" % (name, want))
 
 
+# The launcher's options that are not rows of the table.
+LAUNCHER_OPTIONS = {"lib", "check", "help", "version", "settings"}
+
+
+def man_section(text, title):
+    start = text.find(".SH %s\n" % title)
+    if start < 0:
+        return None
+    end = text.find("\n.SH ", start + 1)
+    return text[start:end if end > 0 else len(text)]
+
+
+def check_man_options(text, table, errors):
+    sect = man_section(text, "OPTIONS")
+    if sect is None:
+        errors.append("man page: no OPTIONS section")
+        return
+    entries = {}
+    for chunk in sect.split("\n.TP\n")[1:]:
+        head = chunk.split("\n", 1)[0]
+        for name in re.findall(r"\\-\\-([a-z0-9\\-]+)", head):
+            entries[name.replace("\\-", "-")] = chunk
+    options = {row["option"]: (var, row) for var, row in table.items() if row["option"]}
+    for name in sorted(set(entries) - set(options) - LAUNCHER_OPTIONS):
+        errors.append("man page: OPTIONS has --%s, which the table has no row for" % name)
+    for name, (var, row) in options.items():
+        chunk = entries.get(name)
+        if chunk is None:
+            errors.append("man page: OPTIONS lacks --%s (%s)" % (name, var))
+            continue
+        flat = " ".join(chunk.split())
+        if var not in flat:
+            errors.append("man page: OPTIONS' --%s does not name %s" % (name, var))
+        if row["kind"] in ("num", "size"):
+            want = "%s to %s" % (row["lo"], row["hi"])
+            if want not in flat:
+                errors.append("man page: OPTIONS' --%s does not say %r" % (name, want))
+
+
 def main(argv):
     if len(argv) != 4:
         sys.stderr.write(__doc__)
@@ -140,7 +183,9 @@ def main(argv):
     with open(argv[2]) as f:
         check_readme(f.read(), table, errors)
     with open(argv[3]) as f:
-        check_man(f.read(), table, errors)
+        man = f.read()
+    check_man(man, table, errors)
+    check_man_options(man, table, errors)
     for e in errors:
         print("check_settings_docs: " + e)
     if not errors:

@@ -34,9 +34,7 @@ static int setup(void **state)
     (void)state;
     if (scratch_make(g_dir, sizeof(g_dir), "cstore") < 0)
         return -1;
-    shim_config_parse(&g_cfg, scratch_no_env, NULL, NULL);
-    snprintf(g_cfg.runtime_dir, sizeof(g_cfg.runtime_dir), "%s/rt", g_dir);
-    g_cfg.runtime_dir_default = 0;
+    scratch_runtime(&g_cfg, g_dir);
     return mkdir(g_cfg.runtime_dir, 0700);
 }
 

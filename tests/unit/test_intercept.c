@@ -15,26 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handles.h"
+#include "handles_rec.h"
 #include "intercept.h"
 
-#define H(x) ((CURL *)(uintptr_t)(x))
 #define CI_BODY "{\"model\":\"m\",\"input\":\"hi\",\"tools\":[{\"type\":\"code_interpreter\"," \
                 "\"container\":{\"type\":\"auto\"}}]}"
-
-static void rec_p(CURL *h, CURLoption opt, const void *p)
-{
-    union shim_optval v;
-    v.p = (void *)p;
-    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, opt, v, 1);
-}
-
-static void rec_l(CURL *h, CURLoption opt, long l)
-{
-    union shim_optval v;
-    v.l = l;
-    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, opt, v, 1);
-}
 
 /* The decision for a POST of body to url (body NULL: none set). */
 static int decide(CURL *h, const char *url, const char *body)

@@ -71,9 +71,7 @@ static void the_runtime_directory_is_checked(void **state)
     char out[SHIM_PATH_MAX];
     (void)state;
 
-    shim_config_parse(&cfg, scratch_no_env, NULL, NULL);
-    cfg.runtime_dir_default = 0;
-    snprintf(cfg.runtime_dir, sizeof(cfg.runtime_dir), "%s/rt", g_dir);
+    scratch_runtime(&cfg, g_dir);
     assert_int_equal(shim_store_runtime(&cfg, out, sizeof(out)), 0);
     assert_string_equal(out, cfg.runtime_dir);
     assert_int_equal(chmod(cfg.runtime_dir, 0770), 0);

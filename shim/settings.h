@@ -1,7 +1,8 @@
 /* settings.h - the table of codeshim's settings: every variable the
  * library reads, with its kind, default, range and one line of help. The
  * parser (shim_config_parse in settings.c), the check for misspelt
- * CODESHIM_* names, the launcher's options and --help, and `make test`'s
+ * CODESHIM_* names, the launcher's options and --help, the keys of the
+ * CODESHIM_CONFIG file (config.c), and `make test`'s
  * check of the README and the man page (tests/tools/settings_docs.py) all
  * read this one table, so they cannot
  * drift. Pure: no I/O, no globals but the constant table. */
@@ -127,6 +128,9 @@ struct shim_setting {
     const char *option;
     const char *arg;          /* the option's value in --help and messages */
     int option_program;       /* STR: a program, looked up in PATH */
+    /* Its key in a named sandbox of the CODESHIM_CONFIG file ("memory"),
+     * which takes the same values, or NULL: not set per sandbox. */
+    const char *file_key;
 };
 
 extern const struct shim_setting shim_settings[];
@@ -134,6 +138,8 @@ extern const size_t shim_nsettings;
 
 /* The row of var, or NULL. */
 const struct shim_setting *shim_setting_find(const char *var);
+/* The row whose CODESHIM_CONFIG key is key, or NULL. */
+const struct shim_setting *shim_setting_by_file_key(const char *key);
 
 /* A boolean's value: 1 or 0, or -EINVAL for anything but 1/0, true/false,
  * yes/no, on/off (any case). The one reader of booleans: the environment,

@@ -14,7 +14,10 @@ every setting with a default the table can state, the line
 "Default D." or "Default D, range LO to HI." in its entry. In OPTIONS, an
 entry for every launcher option of the table (and none the table lacks
 but the launcher's own), naming the variable it sets and, for a number,
-the range the launcher takes ("LO to HI", in digits).
+the range the launcher takes ("LO to HI", in digits). In NAMED SANDBOXES
+and the README's "Settings:" sentence of its Named sandboxes section,
+exactly the table's CODESHIM_CONFIG keys (and "selectable"), the man page
+with the variable each shares its values with.
 
 Exit status 0, or 1 with every difference listed.
 """
@@ -28,9 +31,10 @@ def read_dump(path):
     rows = {}
     with open(path) as f:
         for line in f:
-            var, kind, default, rng, option, arg, lo, hi, help_ = line.rstrip("\n").split("\t")
+            (var, kind, default, rng, option, arg, lo, hi, key,
+             help_) = line.rstrip("\n").split("\t")
             rows[var] = {"kind": kind, "default": default, "range": rng, "option": option,
-                         "lo": lo, "hi": hi}
+                         "lo": lo, "hi": hi, "key": key}
     return rows
 
 
@@ -174,6 +178,29 @@ def check_man_options(text, table, errors):
                 errors.append("man page: OPTIONS' --%s does not say %r" % (name, want))
 
 
+def check_file_keys(readme, man, table, errors):
+    want = {row["key"]: var for var, row in table.items() if row["key"]}
+    sect = man_section(man, "NAMED SANDBOXES")
+    if sect is None:
+        errors.append("man page: no NAMED SANDBOXES section")
+    else:
+        got = dict(re.findall(r"^\.B ([a-z_]+)\n\.RB \( ([A-Z0-9_]+) \)", sect, re.M))
+        for k in sorted(set(want) | set(got)):
+            if want.get(k) != got.get(k):
+                errors.append("man page: NAMED SANDBOXES gives %s as %s; the table: %s" %
+                              (k, got.get(k), want.get(k)))
+        if not re.search(r"^\.B selectable$", sect, re.M):
+            errors.append("man page: NAMED SANDBOXES does not name selectable")
+    m = re.search(r"Settings: (.*?); each takes", readme, re.S)
+    if not m:
+        errors.append("README: no \"Settings: ...; each takes\" sentence of the config file")
+        return
+    keys = re.findall(r"`([a-z_]+)`", re.sub(r"\([^)]*\)", "", m.group(1)))
+    if sorted(keys) != sorted(list(want) + ["selectable"]):
+        errors.append("README: the config file's settings %s are not the table's %s" %
+                      (sorted(keys), sorted(list(want) + ["selectable"])))
+
+
 def main(argv):
     if len(argv) != 4:
         sys.stderr.write(__doc__)
@@ -181,11 +208,13 @@ def main(argv):
     table = read_dump(argv[1])
     errors = []
     with open(argv[2]) as f:
-        check_readme(f.read(), table, errors)
+        readme = f.read()
+    check_readme(readme, table, errors)
     with open(argv[3]) as f:
         man = f.read()
     check_man(man, table, errors)
     check_man_options(man, table, errors)
+    check_file_keys(readme, man, table, errors)
     for e in errors:
         print("check_settings_docs: " + e)
     if not errors:

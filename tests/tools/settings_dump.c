@@ -1,6 +1,7 @@
 /* settings_dump.c - prints the library's table of settings (settings.h),
  * one row a line, tab-separated: variable, kind, default, range, launcher
- * option, its placeholder, the range's ends as numbers, help. tests/tools/check_settings_docs.py reads
+ * option, its placeholder, the range's ends as numbers, its key in a
+ * CODESHIM_CONFIG sandbox, help. tests/tools/check_settings_docs.py reads
  * it to check the README's configuration table and the man page's
  * ENVIRONMENT section against the table (`make docs-check`). */
 #include "settings.h"
@@ -18,8 +19,9 @@ int main(void)
         char def[256], range[256];
 
         shim_setting_describe(s, def, range, sizeof(def));
-        printf("%s\t%s\t%s\t%s\t%s\t%s\t%lld\t%lld\t%s\n", s->var, kinds[s->kind], def, range,
-               s->option ? s->option : "", s->arg ? s->arg : "", s->lo, s->hi, s->help);
+        printf("%s\t%s\t%s\t%s\t%s\t%s\t%lld\t%lld\t%s\t%s\n", s->var, kinds[s->kind], def,
+               range, s->option ? s->option : "", s->arg ? s->arg : "", s->lo, s->hi,
+               s->file_key ? s->file_key : "", s->help);
     }
     return 0;
 }

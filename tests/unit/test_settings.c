@@ -308,6 +308,31 @@ static void launcher_options_are_rows_of_the_table(void **state)
     assert_string_equal(shim_setting_find("CODESHIM_EXEC_TIMEOUT")->option, "timeout");
 }
 
+/* The CODESHIM_CONFIG keys are rows of the table: each once, each the
+ * variable whose values it takes. */
+static void file_keys_are_rows_of_the_table(void **state)
+{
+    size_t i, j, n = 0;
+    (void)state;
+
+    for (i = 0; i < shim_nsettings; i++) {
+        const char *k = shim_settings[i].file_key;
+        if (!k)
+            continue;
+        n++;
+        assert_ptr_equal(shim_setting_by_file_key(k), &shim_settings[i]);
+        for (j = 0; j < i; j++)
+            assert_false(shim_settings[j].file_key && !strcmp(shim_settings[j].file_key, k));
+    }
+    assert_int_equal(n, 19);
+    assert_string_equal(shim_setting_by_file_key("timeout")->var, "CODESHIM_EXEC_TIMEOUT");
+    assert_string_equal(shim_setting_by_file_key("backend")->var, "CODESHIM_SANDBOX");
+    assert_string_equal(shim_setting_by_file_key("api_key")->var, "CODESHIM_E2B_API_KEY");
+    assert_null(shim_setting_by_file_key("selectable")); /* config.c's own */
+    assert_null(shim_setting_by_file_key("log"));
+    assert_null(shim_setting_by_file_key(""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +347,7 @@ int main(void)
         cmocka_unit_test(the_table_is_whole),
         cmocka_unit_test(words_are_named_as_the_table_spells_them),
         cmocka_unit_test(launcher_options_are_rows_of_the_table),
+        cmocka_unit_test(file_keys_are_rows_of_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,6 +164,8 @@ def check_man_options(text, table, errors):
     options = {row["option"]: (var, row) for var, row in table.items() if row["option"]}
     for name in sorted(set(entries) - set(options) - LAUNCHER_OPTIONS):
         errors.append("man page: OPTIONS has --%s, which the table has no row for" % name)
+    for name in sorted(LAUNCHER_OPTIONS - set(entries)):
+        errors.append("man page: OPTIONS lacks the launcher's own --%s" % name)
     for name, (var, row) in options.items():
         chunk = entries.get(name)
         if chunk is None:

@@ -48,8 +48,8 @@ struct launch {
     int check;             /* --check: no PROGRAM */
 };
 
-/* "  --name ARG" and the help, the range and the variable after it, the
- * help on a line of its own when the name is long. */
+/* "  --name ARG", its help, then its range or words and the variable it
+ * sets, in parentheses (on the next line when the line would pass 79). */
 static void usage_option(FILE *out, const struct shim_setting *s)
 {
     char name[64], extra[96];
@@ -112,7 +112,7 @@ static const struct shim_setting *find_option(const char *name, size_t len)
         if (o && strlen(o) == len && !strncmp(o, name, len))
             return &shim_settings[i];
     }
-    if (len == 3 && !strncmp(name, "lib", 3))
+    if (strlen(lib_option.option) == len && !strncmp(lib_option.option, name, len))
         return &lib_option;
     return NULL;
 }

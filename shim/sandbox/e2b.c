@@ -80,50 +80,12 @@ struct e2b {
 };
 
 /* What codeshim runs in the sandbox itself, around the model's code (each
- * an execution of its own; their names start with _cs_ and are deleted). */
-#define SETUP_PY                                                               \
-    "# codeshim: the working directory /mnt/data\n"                            \
-    "import os as _cs_os, subprocess as _cs_sp\n"                              \
-    "if not _cs_os.path.isdir('/mnt/data'):\n"                                 \
-    "    try:\n"                                                               \
-    "        _cs_os.makedirs('/mnt/data')\n"                                   \
-    "    except OSError:\n"                                                    \
-    "        _cs_sp.run(['sudo', '-n', 'install', '-d', '-o', str(_cs_os.getuid()), '-g',"   \
-    " str(_cs_os.getgid()), '/mnt/data'], capture_output=True)\n"              \
-    "_cs_os.chdir('/mnt/data')\n"                                              \
-    "del _cs_os, _cs_sp\n"
-#define LIST_PY                                                                \
-    "# codeshim: the files of /mnt/data\n"                                     \
-    "import os as _cs_os, json as _cs_json\n"                                  \
-    "_cs_l = []\n"                                                             \
-    "for _cs_d, _cs_dn, _cs_fn in _cs_os.walk('/mnt/data'):\n"                 \
-    "    _cs_dn[:] = [x for x in _cs_dn if x != '__pycache__'][:64]\n"         \
-    "    for _cs_f in _cs_fn:\n"                                               \
-    "        _cs_p = _cs_os.path.join(_cs_d, _cs_f)\n"                         \
-    "        if len(_cs_l) < 1000 and _cs_os.path.isfile(_cs_p) and not _cs_os.path.islink(_cs_p):\n" \
-    "            _cs_s = _cs_os.lstat(_cs_p)\n"                                \
-    "            _cs_l.append([_cs_os.path.relpath(_cs_p, '/mnt/data'), _cs_s.st_size,"  \
-    " _cs_s.st_mtime_ns])\n"                                                   \
-    "print(_cs_json.dumps(sorted(_cs_l)))\n"                                   \
-    "del _cs_os, _cs_json, _cs_l\n"
-/* %s: the file's path under /mnt/data as a JSON string (a Python literal
- * too); a regular file, never reached through a symlink */
-#define REMOVE_PY                                                              \
-    "# codeshim: remove a file of /mnt/data\n"                                 \
-    "import os as _cs_os, stat as _cs_st\n"                                    \
-    "_cs_d, _cs_r = '/mnt/data', 'none'\n"                                     \
-    "try:\n"                                                                   \
-    "    for _cs_x in %s.split('/'):\n"                                        \
-    "        if _cs_os.path.islink(_cs_d):\n"                                  \
-    "            raise FileNotFoundError\n"                                    \
-    "        _cs_d = _cs_os.path.join(_cs_d, _cs_x)\n"                         \
-    "    if _cs_st.S_ISREG(_cs_os.lstat(_cs_d).st_mode):\n"                    \
-    "        _cs_os.remove(_cs_d)\n"                                           \
-    "        _cs_r = 'removed'\n"                                              \
-    "except (FileNotFoundError, NotADirectoryError):\n"                        \
-    "    pass\n"                                                               \
-    "print(_cs_r)\n"                                                           \
-    "del _cs_os, _cs_st, _cs_d, _cs_r\n"
+ * an execution of its own; their names start with _cs_ and are deleted):
+ * e2b_setup.py, e2b_list.py, e2b_remove.py, embedded by sandbox.mk as
+ * build/gen/e2b_cells.c. */
+extern const char shim_e2b_setup_py[];
+extern const char shim_e2b_list_py[];
+extern const char shim_e2b_remove_py[];
 
 /* ---------------- names ---------------- */
 
@@ -562,7 +524,7 @@ static char *own_cell(struct e2b *e, const char *code)
 
 static void make_dir(struct e2b *e)
 {
-    free(own_cell(e, SETUP_PY));
+    free(own_cell(e, shim_e2b_setup_py));
     e->dir_ready = 1;
 }
 
@@ -570,7 +532,7 @@ static void make_dir(struct e2b *e)
  * them: names, and whether anything changed since the last listing. */
 static void list_files(struct e2b *e, struct shim_exec_result *out)
 {
-    char *text = own_cell(e, LIST_PY);
+    char *text = own_cell(e, shim_e2b_list_py);
     cJSON *arr = text ? shim_json_parse(text, strlen(text)) : NULL, *it;
     size_t n = 0;
 
@@ -751,13 +713,14 @@ static int op_file_remove(void *state, const char *name)
     if ((s = cJSON_CreateString(name)) != NULL)
         lit = cJSON_PrintUnformatted(s);
     cJSON_Delete(s);
-    n = lit ? sizeof(REMOVE_PY) + strlen(lit) : 0;
+    /* the name as a JSON string is a Python literal too */
+    n = lit ? strlen("_cs_name = \n") + strlen(lit) + strlen(shim_e2b_remove_py) + 1 : 0;
     code = n ? malloc(n) : NULL;
     if (!code) {
         free(lit);
         return -ENOMEM;
     }
-    snprintf(code, n, REMOVE_PY, lit);
+    snprintf(code, n, "_cs_name = %s\n%s", lit, shim_e2b_remove_py);
     free(lit);
     out = own_cell(e, code);
     free(code);

@@ -85,15 +85,20 @@ $(BUILD)/libcodeshim_core.a: $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Test programs link libcurl (the library never does): url.c reads URLs
+# with the process's libcurl (curl_url), which a unit test has no other
+# way to load.
+TEST_LIBS = $(LIBS) -Wl,--no-as-needed -lcurl -Wl,--as-needed
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
-	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(TEST_LIBS)
 
 $(BUILD)/sandbox-tests/%: tests/sandbox/%.c tests/sandbox/test_sandbox_util.h $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
-	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(TEST_LIBS)
 
 # The session supervisor is a program of its own built from the library's
 # engines; the library starts it from the directory it was loaded from.

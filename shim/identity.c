@@ -9,7 +9,6 @@
 #include "identity.h"
 
 #include "sha256.h"
-#include "text.h"
 #include "url.h"
 
 #include <stdio.h>
@@ -30,23 +29,16 @@ struct collect {
     char key[SHIM_IDENTITY_SIZE]; /* identity of the first of those */
 };
 
-static void hex16(const unsigned char *d, char out[SHIM_IDENTITY_SIZE])
-{
-    shim_text_hex(d, 16, out);
-}
-
 /* SHA-256 over KEY_TAG NUL key NUL, as store.c named identities. */
 static void key_hash(const void *p, size_t n, char out[SHIM_IDENTITY_SIZE])
 {
     struct shim_sha256 s;
-    unsigned char d[32];
 
     shim_sha256_init(&s);
     shim_sha256_update(&s, KEY_TAG, sizeof(KEY_TAG));
     shim_sha256_update(&s, p, n);
     shim_sha256_update(&s, "", 1);
-    shim_sha256_final(&s, d);
-    hex16(d, out);
+    shim_sha256_final_hex(&s, 16, out);
 }
 
 void shim_identity_key(const char *api_key, char out[SHIM_IDENTITY_SIZE])
@@ -389,7 +381,6 @@ void shim_identity_of(const struct curl_slist *headers, const char *url,
 {
     struct collect c;
     struct shim_sha256 s;
-    unsigned char d[32];
     size_t i;
 
     c.n = 0;
@@ -413,8 +404,7 @@ void shim_identity_of(const struct curl_slist *headers, const char *url,
         return;
     }
     if (c.n > MAX_SORTED) {
-        shim_sha256_final(&c.ordered, d);
-        hex16(d, out);
+        shim_sha256_final_hex(&c.ordered, 16, out);
         return;
     }
     qsort(c.d, c.n, 32, cmp_digest);
@@ -422,6 +412,5 @@ void shim_identity_of(const struct curl_slist *headers, const char *url,
     shim_sha256_update(&s, SET_TAG, sizeof(SET_TAG));
     for (i = 0; i < c.n; i++)
         shim_sha256_update(&s, c.d[i], 32);
-    shim_sha256_final(&s, d);
-    hex16(d, out);
+    shim_sha256_final_hex(&s, 16, out);
 }

@@ -58,20 +58,6 @@ struct shim_session {
 
 /* ---------------- names ---------------- */
 
-/* 32 hex digits of SHA-256 over tag and the parts, each NUL-terminated
- * (so no two lists of parts hash alike). */
-static void hash_parts(const char *tag, const char *const *parts, size_t n, char out[65])
-{
-    struct shim_sha256 s;
-    size_t i;
-
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    for (i = 0; i < n; i++)
-        shim_sha256_update(&s, parts[i], strlen(parts[i]) + 1);
-    shim_sha256_final_hex(&s, 16, out);
-}
-
 /* e2b's settings, the key only as a hash ("" for other backends). */
 static void e2b_settings(const struct shim_config *cfg, char *out, size_t n)
 {
@@ -96,7 +82,7 @@ void shim_session_settings(const struct shim_config *cfg, char out[65])
              cfg->cpu_time_s, cfg->exec_timeout_s, cfg->output_cap,
              (unsigned long long)cfg->inodes_limit, cfg->open_files_limit);
     e2b_settings(cfg, e2b, sizeof(e2b));
-    hash_parts("codeshim-settings-v1", parts, e2b[0] ? 5 : 4, out);
+    shim_sha256_tagged_hex("codeshim-settings-v1", parts, e2b[0] ? 5 : 4, 16, out);
 }
 
 void shim_session_name(const char *identity, const char *session_id, const char *settings,
@@ -104,7 +90,7 @@ void shim_session_name(const char *identity, const char *session_id, const char 
 {
     const char *parts[3] = {identity, settings, session_id};
 
-    hash_parts("codeshim-session-v2", parts, 3, out);
+    shim_sha256_tagged_hex("codeshim-session-v2", parts, 3, 16, out);
 }
 
 /* The session a request's code runs in: an explicit container's own
@@ -128,7 +114,7 @@ static void container_file(const char *iddir, const char *cid, const char *setti
     const char *parts[2] = {cid, settings};
     char h[68] = "c-";
 
-    hash_parts("codeshim-container-v2", parts, 2, h + 2);
+    shim_sha256_tagged_hex("codeshim-container-v2", parts, 2, 16, h + 2);
     shim_store_join(out, n, iddir, h);
 }
 
@@ -560,17 +546,8 @@ static int open_private(struct shim_session *b, const struct shim_session_req *r
  * named with hashes that reveal neither the key nor the session id:
  *   owner   = H(identity)               the per-identity cap counts these
  *   salt    = H(identity, settings)     container ids derive from it
- *   session = shim_session_name(identity, session id, settings) */
-static void remote_hash(const char *tag, const char *a, const char *b, char out[65])
-{
-    struct shim_sha256 s;
-
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    shim_sha256_update(&s, b, strlen(b) + 1);
-    shim_sha256_final_hex(&s, 16, out);
-}
+ *   session = shim_session_name(identity, session id, settings)
+ * (shim_sha256_tagged_hex, 32 digits). */
 
 /* One lookup (or, unless find_only, a sandbox made) in the backend:
  * by session name when session is set, else by container cid. */
@@ -578,11 +555,12 @@ static int remote_open(const struct shim_config *cfg, const struct shim_session_
                        const char *settings, const char *session, const char *cid,
                        int find_only, struct shim_sandbox **sb)
 {
+    const char *owned[] = {rq->identity, ""}, *salted[] = {rq->identity, settings};
     char owner[65], salt[65];
     struct shim_sandbox_tag tag;
 
-    remote_hash("codeshim-e2b-owner-v1", rq->identity, "", owner);
-    remote_hash("codeshim-e2b-salt-v1", rq->identity, settings, salt);
+    shim_sha256_tagged_hex("codeshim-e2b-owner-v1", owned, 2, 16, owner);
+    shim_sha256_tagged_hex("codeshim-e2b-salt-v1", salted, 2, 16, salt);
     memset(&tag, 0, sizeof(tag));
     tag.owner = owner;
     tag.salt = salt;

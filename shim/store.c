@@ -33,14 +33,9 @@ int shim_store_join(char *out, size_t n, const char *a, const char *b)
 
 void shim_store_hash(const char *tag, const char *a, const char *b, char out[65])
 {
-    struct shim_sha256 s;
+    const char *parts[] = {a, b};
 
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    if (b)
-        shim_sha256_update(&s, b, strlen(b));
-    shim_sha256_final_hex(&s, 16, out);
+    shim_sha256_tagged_hex(tag, parts, b ? 2 : 1, 16, out);
 }
 
 static __thread char why_text[640];

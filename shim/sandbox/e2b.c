@@ -129,13 +129,9 @@ struct e2b {
 
 static void hash2(const char *tag, const char *a, const char *b, size_t nbytes, char *out)
 {
-    struct shim_sha256 s;
+    const char *parts[] = {a, b};
 
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    shim_sha256_update(&s, b, strlen(b) + 1);
-    shim_sha256_final_hex(&s, nbytes, out);
+    shim_sha256_tagged_hex(tag, parts, 2, nbytes, out);
 }
 
 static void derive_cid(const char *salt, const char *nonce, char out[64])

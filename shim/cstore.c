@@ -5,6 +5,7 @@
 #include "ids.h"
 #include "json.h"
 #include "log.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -38,7 +39,7 @@ static int dir_of(const struct shim_config *cfg, const char *cid, char *out, siz
     if (rc < 0)
         return rc;
     shim_store_hash("codeshim-cstore-v1", cid, NULL, h);
-    return shim_store_join(out, n, root, h);
+    return shim_fileio_join(out, n, root, h);
 }
 
 static int is_fid(const char *s)
@@ -61,7 +62,7 @@ static int file_path(const char *dir, char kind, const char *fid, char *out, siz
     if (!is_fid(fid))
         return -ENOENT;
     snprintf(name, sizeof(name), "%c-%s", kind, fid);
-    return shim_store_join(out, n, dir, name);
+    return shim_fileio_join(out, n, dir, name);
 }
 
 static void remove_tree(const char *dir)
@@ -72,7 +73,7 @@ static void remove_tree(const char *dir)
 
     while (d && (e = readdir(d)) != NULL)
         if (e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")))
-            if (shim_store_join(p, sizeof(p), dir, e->d_name) == 0)
+            if (shim_fileio_join(p, sizeof(p), dir, e->d_name) == 0)
                 unlink(p);
     if (d)
         closedir(d);
@@ -89,7 +90,7 @@ static int read_meta(const char *dir, struct shim_container *c, char owner[65])
     const char *s;
     int deleted;
 
-    if (shim_store_join(p, sizeof(p), dir, "meta") < 0 || shim_store_read(p, text, sizeof(text), 0) < 0 ||
+    if (shim_fileio_join(p, sizeof(p), dir, "meta") < 0 || shim_store_read(p, text, sizeof(text), 0) < 0 ||
         stat(p, &st) < 0 || !(j = shim_json_parse(text, strlen(text))))
         return -ENOENT;
     memset(c, 0, sizeof(*c));
@@ -134,7 +135,7 @@ static int write_meta(const char *dir, const struct shim_container *c, const cha
     cJSON_Delete(j);
     if (!text)
         return -ENOMEM;
-    rc = shim_store_join(p, sizeof(p), dir, "meta");
+    rc = shim_fileio_join(p, sizeof(p), dir, "meta");
     if (rc == 0)
         rc = shim_store_write(p, text);
     free(text);
@@ -151,7 +152,7 @@ static void bury(const char *dir, const struct shim_container *c, const char *ow
 
     while (d && (e = readdir(d)) != NULL)
         if ((e->d_name[0] == 'f' || e->d_name[0] == 'm') && e->d_name[1] == '-' &&
-            shim_store_join(p, sizeof(p), dir, e->d_name) == 0)
+            shim_fileio_join(p, sizeof(p), dir, e->d_name) == 0)
             unlink(p);
     if (d)
         closedir(d);
@@ -192,7 +193,7 @@ static void touch(const char *dir, struct shim_container *c)
 {
     char p[SHIM_PATH_MAX + 8];
 
-    if (shim_store_join(p, sizeof(p), dir, "meta") == 0 && utimensat(AT_FDCWD, p, NULL, 0) == 0)
+    if (shim_fileio_join(p, sizeof(p), dir, "meta") == 0 && utimensat(AT_FDCWD, p, NULL, 0) == 0)
         c->last_active_at = (long long)time(NULL);
 }
 
@@ -218,7 +219,7 @@ int shim_cstore_issued(const struct shim_config *cfg, const char *cid)
     struct stat st;
 
     if (!cid || strncmp(cid, "cntr_", 5) || dir_of(cfg, cid, dir, sizeof(dir)) < 0 ||
-        shim_store_join(p, sizeof(p), dir, "meta") < 0)
+        shim_fileio_join(p, sizeof(p), dir, "meta") < 0)
         return 0;
     return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -240,7 +241,7 @@ static int each_container(const struct shim_config *cfg, const char *identity,
     if (!(d = opendir(root)))
         return -errno;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || shim_store_join(dir, sizeof(dir), root, e->d_name) < 0)
+        if (e->d_name[0] == '.' || shim_fileio_join(dir, sizeof(dir), root, e->d_name) < 0)
             continue;
         rc = read_meta(dir, &c, owner);
         if (rc == -ESTALE && (long long)time(NULL) > c.last_active_at + TOMBSTONE_S)
@@ -372,7 +373,7 @@ static void add_notice(const char *dir, const char *path)
 {
     char p[SHIM_PATH_MAX + 16], text[NOTICE_MAX] = "", line[600];
 
-    if (shim_store_join(p, sizeof(p), dir, "notice") < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, "notice") < 0)
         return;
     if (shim_store_read(p, text, sizeof(text), 0) < 0)
         text[0] = '\0';
@@ -390,7 +391,7 @@ int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity,
     int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
 
     out[0] = '\0';
-    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "notice") < 0)
+    if (rc < 0 || shim_fileio_join(p, sizeof(p), dir, "notice") < 0)
         return rc < 0 ? rc : -ENAMETOOLONG;
     if (shim_store_read(p, out, n, 0) < 0) {
         out[0] = '\0';
@@ -406,7 +407,7 @@ int shim_cstore_served(const struct shim_config *cfg, const char *identity, cons
     char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 16];
     int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
 
-    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "served") < 0)
+    if (rc < 0 || shim_fileio_join(p, sizeof(p), dir, "served") < 0)
         return rc < 0 ? rc : -ENAMETOOLONG;
     if (access(p, F_OK) == 0)
         return 1;

@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "quota.h"
 #include "sha256.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -115,7 +116,7 @@ static void container_file(const char *iddir, const char *cid, const char *setti
     char h[68] = "c-";
 
     shim_sha256_tagged_hex("codeshim-container-v2", parts, 2, 16, h + 2);
-    shim_store_join(out, n, iddir, h);
+    shim_fileio_join(out, n, iddir, h);
 }
 
 /* ---------------- the supervisor's socket ---------------- */
@@ -141,7 +142,7 @@ static void remove_dir(const char *dir)
     size_t i;
 
     for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (shim_store_join(p, sizeof(p), dir, files[i]) == 0)
+        if (shim_fileio_join(p, sizeof(p), dir, files[i]) == 0)
             unlink(p);
     rmdir(dir);
 }
@@ -181,7 +182,7 @@ static void close_session(const char *dir, int timeout_ms)
     }
     if (fd >= 0)
         close(fd);
-    if (!ok && shim_store_join(p, sizeof(p), dir, "pid") == 0 && shim_store_read(p, pidtxt, sizeof(pidtxt), 1) == 0) {
+    if (!ok && shim_fileio_join(p, sizeof(p), dir, "pid") == 0 && shim_store_read(p, pidtxt, sizeof(pidtxt), 1) == 0) {
         long pid = strtol(pidtxt, NULL, 10);
         if (pid > 1)
             kill((pid_t)pid, SIGTERM);
@@ -213,7 +214,7 @@ static int deleted_file(const char *iddir, const char *name, char *out, size_t n
     if (!iddir[0] || !shim_session_is_name(name))
         return -ENOENT;
     snprintf(f, sizeof(f), "d-%s", name);
-    return shim_store_join(out, n, iddir, f);
+    return shim_fileio_join(out, n, iddir, f);
 }
 
 /* The container a deletion ended for b's session, taken (""/-ENOENT if
@@ -323,10 +324,10 @@ static int host_dir(const struct shim_session *b, char *out, size_t n)
     char hosts[SHIM_PATH_MAX];
     int rc;
 
-    if ((rc = shim_store_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
+    if ((rc = shim_fileio_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
         (rc = shim_store_private_dir(hosts)) < 0)
         return rc;
-    if ((rc = shim_store_join(out, n, hosts, b->settings)) < 0)
+    if ((rc = shim_fileio_join(out, n, hosts, b->settings)) < 0)
         return rc;
     return shim_store_private_dir(out);
 }
@@ -421,7 +422,7 @@ static void make_room(const struct shim_config *cfg, const char *iddir, const ch
         struct stat st;
         if (!shim_session_is_name(e->d_name) || !strcmp(e->d_name, keep))
             continue;
-        if (shim_store_join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (shim_fileio_join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         if (!alive(p)) {
             remove_dir(p);
@@ -462,7 +463,7 @@ static int attach(struct shim_session *b, int *created)
         }
         *created = 1;
     }
-    if ((rc = shim_store_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
+    if ((rc = shim_fileio_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
         (rc = shim_store_read(p, b->cid, sizeof(b->cid), 1)) < 0)
         return rc;
     container_file(b->iddir, b->cid, b->settings, cf, sizeof(cf));
@@ -481,7 +482,7 @@ static int find_container(struct shim_session *b, const char *cid)
     if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !shim_session_is_name(name))
         return 0;
     snprintf(b->name, sizeof(b->name), "%s", name);
-    return shim_store_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
+    return shim_fileio_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
 }
 
 static void expired_note(struct shim_session *b, const char *old)
@@ -724,7 +725,7 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         rc = attach(b, &created); /* a container of a session, named later */
     } else if (keyed) {
         keyed_name(rq->identity, rq->session_id, b->bind, b->settings, b->name);
-        rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
+        rc = shim_fileio_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);
     } else {

@@ -42,6 +42,7 @@
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <errno.h>
@@ -167,7 +168,7 @@ static int team_path(const struct e2b *e, char *out, size_t n)
         return rc;
     memcpy(name, "team-", 5);
     hash2("codeshim-e2b-team-v1", e->cfg->e2b_api_key, e->cfg->e2b_api_url, 16, name + 5);
-    return shim_store_join(out, n, dir, name);
+    return shim_fileio_join(out, n, dir, name);
 }
 
 static void team_max_load(struct e2b *e)
@@ -207,7 +208,7 @@ static int marker_path(const struct e2b *e, char *out, size_t n)
     if (!e->tagged || !e->session[0])
         return -ENOENT;
     rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
-    return rc < 0 ? rc : shim_store_join(out, n, dir, e->session);
+    return rc < 0 ? rc : shim_fileio_join(out, n, dir, e->session);
 }
 
 /* Kills the owner's sandboxes that e2b ends first until one more fits. */

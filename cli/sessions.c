@@ -11,6 +11,7 @@
  * sessions' sandboxes among them. */
 #include "sessions.h"
 
+#include "clock.h"
 #include "config.h"
 #include "proto.h"
 #include "session.h"
@@ -211,7 +212,7 @@ static void scan_identity(const char *root, const char *ident)
             break;
         if (shim_fileio_join(cp, sizeof(cp), p, "cntr") == 0)
             shim_store_read(cp, en->cid, sizeof(en->cid), 1);
-        en->idle_s = (long)(time(NULL) - st.st_mtime);
+        en->idle_s = (long)(shim_clock_wall_s() - st.st_mtime);
         en->ttl_s = read_num(p, "ttl");
     }
     closedir(d);

@@ -1,6 +1,7 @@
 /* chain.c - see chain.h. */
 #include "chain.h"
 
+#include "clock.h"
 #include "config.h"
 #include "json.h"
 #include "log.h"
@@ -35,7 +36,7 @@ static void prune(const char *entry)
 {
     char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
     const char *slash = strrchr(entry, '/');
-    time_t now = time(NULL);
+    time_t now = (time_t)shim_clock_wall_s();
     struct dirent *e;
     DIR *d;
 

@@ -1,6 +1,7 @@
 /* cstore.c - see cstore.h. */
 #include "cstore.h"
 
+#include "clock.h"
 #include "config.h"
 #include "ids.h"
 #include "json.h"
@@ -21,14 +22,6 @@
 
 #define META_MAX 4096
 #define TOMBSTONE_S (7 * 86400) /* a deleted id stays "issued" this long */
-
-static long long now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* <runtime>/containers/<hash of cid>; 0 or -errno. */
 static int dir_of(const struct shim_config *cfg, const char *cid, char *out, size_t n)
@@ -161,7 +154,7 @@ static void bury(const char *dir, const struct shim_container *c, const char *ow
 
 static int expired(const struct shim_container *c)
 {
-    return c->minutes > 0 && (long long)time(NULL) > c->last_active_at + 60LL * c->minutes;
+    return c->minutes > 0 && (long long)shim_clock_wall_s() > c->last_active_at + 60LL * c->minutes;
 }
 
 /* Opens cid's directory for identity: 0 with dir (and *c) filled, or
@@ -194,7 +187,7 @@ static void touch(const char *dir, struct shim_container *c)
     char p[SHIM_PATH_MAX + 8];
 
     if (shim_fileio_join(p, sizeof(p), dir, "meta") == 0 && utimensat(AT_FDCWD, p, NULL, 0) == 0)
-        c->last_active_at = (long long)time(NULL);
+        c->last_active_at = (long long)shim_clock_wall_s();
 }
 
 int shim_cstore_find(const struct shim_config *cfg, const char *identity, const char *cid,
@@ -244,7 +237,7 @@ static int each_container(const struct shim_config *cfg, const char *identity,
         if (e->d_name[0] == '.' || shim_fileio_join(dir, sizeof(dir), root, e->d_name) < 0)
             continue;
         rc = read_meta(dir, &c, owner);
-        if (rc == -ESTALE && (long long)time(NULL) > c.last_active_at + TOMBSTONE_S)
+        if (rc == -ESTALE && (long long)shim_clock_wall_s() > c.last_active_at + TOMBSTONE_S)
             remove_tree(dir); /* anyone's old tombstone */
         if (rc < 0 || (identity && strcmp(owner, identity)))
             continue;
@@ -276,7 +269,7 @@ int shim_cstore_create(const struct shim_config *cfg, const char *identity,
         return rc;
     if (mkdir(dir, 0700) < 0)
         return errno == EEXIST ? -EEXIST : -errno;
-    c->order = now_us();
+    c->order = (long long)shim_clock_wall_us();
     c->created_at = c->last_active_at = c->order / 1000000;
     if (!c->memory_limit[0])
         snprintf(c->memory_limit, sizeof(c->memory_limit), "1g");
@@ -577,7 +570,7 @@ static int put(const struct shim_config *cfg, const char *identity, const char *
     snprintf(f.path, sizeof(f.path), "%s", path);
     snprintf(f.source, sizeof(f.source), "%s", source);
     f.bytes = (long long)len;
-    f.order = now_us();
+    f.order = (long long)shim_clock_wall_us();
     f.created_at = f.order / 1000000;
     j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "path", f.path);

@@ -174,7 +174,7 @@ static int team_path(const struct e2b *e, char *out, size_t n)
 static void team_max_load(struct e2b *e)
 {
     char path[1200], text[64];
-    long long at, now = (long long)time(NULL);
+    long long at, now = (long long)shim_clock_wall_s();
     int max;
 
     if (team_path(e, path, sizeof(path)) == 0 &&
@@ -192,7 +192,7 @@ static void team_max_learn(struct e2b *e, int max)
     e->team_max_s = max;
     LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
              "(CODESHIM_SESSION_TTL asks %d s)", max, e->ttl_s);
-    snprintf(text, sizeof(text), "%d %lld", max, (long long)time(NULL));
+    snprintf(text, sizeof(text), "%d %lld", max, (long long)shim_clock_wall_s());
     if (team_path(e, path, sizeof(path)) < 0 || shim_store_write(path, text) < 0)
         LOG_INFO("e2b: the team's maximum is not remembered for later runs");
 }

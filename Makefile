@@ -56,7 +56,7 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
              $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
                $(wildcard tests/integration/progs/lib/*.c))
 
-.PHONY: all deps print-libs demo test unit sandbox integration exports layers examples bench install uninstall clean
+.PHONY: all deps print-libs demo test unit sandbox integration exports layers homes examples bench install uninstall clean
 SESSIOND := $(BUILD)/codeshim-sessiond
 
 all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
@@ -132,7 +132,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory layers unit sandbox exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers homes unit sandbox exports integration fuzz-short asan
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -147,6 +147,11 @@ exports: $(BUILD)/libcodeshim.so
 # the includes: no call or include upwards, no two files in a circle.
 layers: $(SHIM_OBJ)
 	@$(PYTHON) tests/tools/check_layers.py doc/ARCHITECTURE.md $(BUILD)/obj .
+
+# One home for every job: no second URL splitter, hash-to-hex, path join,
+# capped reader or wall-clock read outside its home (the script says which).
+homes:
+	@$(PYTHON) tests/tools/check_homes.py .
 
 integration: all $(TESTPROGS) $(SANDBOX_BIN)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration

@@ -1,6 +1,7 @@
 /* cassette.c - see cassette.h. */
 #include "cassette.h"
 
+#include "fileio.h"
 #include "identity.h"
 
 #include "json.h"
@@ -268,8 +269,8 @@ static cJSON *read_dir(const char *dir)
     qsort(names, n, sizeof(names[0]), by_name);
     for (i = 0; i < n; i++) {
         cJSON *x;
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i] ? names[i] : "");
-        if (names[i] && (x = read_json(path)) != NULL)
+        if (names[i] && shim_fileio_join(path, sizeof(path), dir, names[i]) == 0 &&
+            (x = read_json(path)) != NULL)
             cJSON_AddItemToArray(list, x);
         free(names[i]);
     }

@@ -685,8 +685,7 @@ static void tmpfs_specs(const struct shim_local *l, const char *at,
     if (!l->own_tmpfs)
         return;
     for (i = 0; i < NTMPFS; i++) {
-        snprintf(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), "%s/%s", at,
-                 name[i]);
+        shim_fileio_join(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), at, name[i]);
         snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
                  "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
                  tmpfs_size(l, i), tmpfs_inodes(l, i), (unsigned)uid,

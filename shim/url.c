@@ -108,20 +108,30 @@ void shim_url_free(struct shim_url *u)
     memset(u, 0, sizeof(*u));
 }
 
+/* libcurl's string s (may be NULL) into out (n bytes), then freed:
+ * 0, -ENAMETOOLONG (out cut), -ENOMEM when there was none. */
+static int take(const struct shim_curl_api *a, char *s, char *out, size_t n)
+{
+    int err = 0;
+
+    if (!s)
+        return -ENOMEM;
+    if ((size_t)snprintf(out, n, "%s", s) >= n)
+        err = -ENAMETOOLONG;
+    a->free(s);
+    return err;
+}
+
 /* h's whole URL into out (n bytes); h is cleaned up. */
 static int url_of(const struct shim_curl_api *a, CURLU *h, char *out, size_t n)
 {
     char *s = NULL;
     CURLUcode rc = a->url_get(h, CURLUPART_URL, &s, 0);
-    int err = 0;
 
     a->url_cleanup(h);
     if (rc != CURLUE_OK)
         return errno_of(rc);
-    if ((size_t)snprintf(out, n, "%s", s) >= n)
-        err = -ENAMETOOLONG;
-    a->free(s);
-    return err;
+    return take(a, s, out, n);
 }
 
 void shim_url_redact(const char *url, char *out, size_t n)
@@ -205,17 +215,10 @@ char *shim_url_unescape(const char *p, size_t n, int plus, size_t *outlen)
 int shim_url_escape(const char *s, char *out, size_t n)
 {
     const struct shim_curl_api *a = parser();
-    char *e;
-    int err = 0;
 
     if (!a || !a->easy_escape)
         return -ENOSYS;
     if (strlen(s) > 0x7fffffff)
         return -ENAMETOOLONG;
-    if (!(e = a->easy_escape(NULL, s, (int)strlen(s))))
-        return -ENOMEM;
-    if ((size_t)snprintf(out, n, "%s", e) >= n)
-        err = -ENAMETOOLONG;
-    a->free(e);
-    return err;
+    return take(a, a->easy_escape(NULL, s, (int)strlen(s)), out, n);
 }

@@ -79,6 +79,8 @@ int shim_url_parse(const char *url, unsigned flags, struct shim_url *u)
                          ? CURLU_URLDECODE
                          : 0;
         CURLUcode rc = a->url_get(h, parts[i], out[i], f);
+        if (rc == CURLUE_URLDECODE) /* a control byte libcurl will not decode: as sent */
+            rc = a->url_get(h, parts[i], out[i], 0);
         if (rc == CURLUE_OUT_OF_MEMORY) {
             err = -ENOMEM;
             break;

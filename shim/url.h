@@ -22,8 +22,9 @@ struct shim_url {
     char *scheme, *user, *password, *host, *port, *path, *query, *fragment;
 };
 
-/* SHIM_URL_DECODE: user and password percent-decoded (CURLU_URLDECODE);
- * path, query and fragment always stay as sent. */
+/* SHIM_URL_DECODE: user and password percent-decoded (CURLU_URLDECODE;
+ * one that holds an escaped control byte, which libcurl will not decode,
+ * stays as sent); path, query and fragment always stay as sent. */
 #define SHIM_URL_DECODE 1u
 
 /* Parses url into *u (zeroed on failure); 0, -EINVAL when libcurl would

@@ -33,6 +33,12 @@ static void parts(void **state)
     assert_string_equal(u.query, "api-version=2&key=K");
     assert_string_equal(u.fragment, "frag");
     shim_url_free(&u);
+    /* an escaped control byte: libcurl will not decode it, and it is kept
+     * as sent rather than lost (libcurl sends it as a credential) */
+    assert_int_equal(shim_url_parse("http://u%0A:p%00@h/", SHIM_URL_DECODE, &u), 0);
+    assert_string_equal(u.user, "u%0A");
+    assert_string_equal(u.password, "p%00");
+    shim_url_free(&u);
     /* without SHIM_URL_DECODE the userinfo stays as sent */
     assert_int_equal(shim_url_parse("http://us%3Aer@h/", 0, &u), 0);
     assert_string_equal(u.user, "us%3Aer");
@@ -149,6 +155,8 @@ static void readers_agree(void **state)
     shim_identity_of(NULL, "http://u:p%41@h/v1/responses", NULL, a);
     shim_identity_of(NULL, "http://u:pA@h/v1/responses", NULL, b);
     assert_string_equal(a, b);
+    assert_string_not_equal(a, anon);
+    shim_identity_of(NULL, "http://sk%0A@h/v1/responses", NULL, a);
     assert_string_not_equal(a, anon);
     shim_identity_of(NULL, "http://h/v1/responses?k%65y=K1", NULL, a);
     shim_identity_of(NULL, "http://h/v1/responses?key=K1", NULL, b);

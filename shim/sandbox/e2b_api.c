@@ -592,14 +592,34 @@ int shim_e2b_restart(struct shim_e2b_api *a, const struct shim_e2b_box *b)
 
 /* ---------------- envd's file API ---------------- */
 
-/* "/files?username=user&path=<abs, percent-encoded>" into out. */
+/* "/files?username=user&path=<abs, percent-encoded>" into out: each
+ * part between the '/'s encoded (url.c), the '/'s kept as e2b's SDKs send
+ * them. */
 static int files_path(const char *abs, char *out, size_t n)
 {
     size_t k = (size_t)snprintf(out, n, "/files?username=user&path=");
+    char part[1024];
+    int rc;
 
     if (k >= n)
         return -ENAMETOOLONG;
-    return shim_url_escape(abs, out + k, n - k);
+    for (;;) {
+        size_t pl = strcspn(abs, "/");
+        if (pl >= sizeof(part))
+            return -ENAMETOOLONG;
+        memcpy(part, abs, pl);
+        part[pl] = '\0';
+        if ((rc = shim_url_escape(part, out + k, n - k)) < 0)
+            return rc;
+        k += strlen(out + k);
+        if (!abs[pl])
+            return 0;
+        if (k + 2 > n)
+            return -ENAMETOOLONG;
+        out[k++] = '/';
+        out[k] = '\0';
+        abs += pl + 1;
+    }
 }
 
 /* One call of envd's file API on abs; r holds the answer (free it). */

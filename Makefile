@@ -64,7 +64,7 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
              $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
                $(wildcard tests/integration/progs/lib/*.c))
 
-.PHONY: all deps print-libs demo test unit sandbox integration exports layers docs-check examples bench install uninstall clean
+.PHONY: all deps print-libs demo test unit sandbox integration exports layers homes docs-check examples bench install uninstall clean
 SESSIOND := $(BUILD)/codeshim-sessiond
 
 all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
@@ -93,15 +93,20 @@ $(BUILD)/libcodeshim_core.a: $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Test programs link libcurl (the library never does): url.c reads URLs
+# with the process's libcurl (curl_url), which a unit test has no other
+# way to load.
+TEST_LIBS = $(LIBS) -Wl,--no-as-needed -lcurl -Wl,--as-needed
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
-	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(TEST_LIBS)
 
 $(BUILD)/sandbox-tests/%: tests/sandbox/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
-	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(TEST_LIBS)
 
 # The session supervisor is a program of its own built from the library's
 # engines; the library starts it from the directory it was loaded from.
@@ -136,7 +141,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory layers docs-check unit sandbox exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers homes docs-check unit sandbox exports integration fuzz-short asan
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -165,6 +170,10 @@ docs-check: $(BUILD)/tools/settings_dump
 	@$(BUILD)/tools/settings_dump > $(BUILD)/tools/settings.tsv
 	@$(PYTHON) tests/tools/check_settings_docs.py $(BUILD)/tools/settings.tsv README.md $(CLI_MAN)
 	@tests/tools/check_outside_refs.sh
+# One home for every job: no second URL splitter, hash-to-hex, path join,
+# capped reader or wall-clock read outside its home (the script says which).
+homes:
+	@$(PYTHON) tests/tools/check_homes.py .
 
 integration: all $(TESTPROGS) $(SANDBOX_BIN)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration

@@ -13,6 +13,7 @@
 #include "sessions.h"
 #include "trace.h"
 
+#include "fileio.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -174,7 +175,7 @@ static const char *absolute(const char *v)
         fprintf(stderr, "codeshim: out of memory\n");
         return NULL;
     }
-    snprintf(out, n, "%s/%s", cwd, v);
+    shim_fileio_join(out, n, cwd, v); /* n fits both */
     return out;
 }
 

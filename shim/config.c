@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "confile.h"
+#include "fileio.h"
 #include "log.h"
 #include "real.h"
 #include "settings.h"
@@ -351,19 +352,15 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errsz)
         return NULL;
     }
     buf = malloc(cap);
-    while (buf && n < cap) {
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r < 0) {
-                snprintf(err, errsz, "cannot read it: %s", strerror(errno));
-                free(buf);
-                buf = NULL;
-            }
-            break;
+    if (buf) {
+        ssize_t r = shim_fileio_read_fd(fd, buf, cap);
+        if (r < 0) {
+            snprintf(err, errsz, "cannot read it: %s", strerror((int)-r));
+            free(buf);
+            buf = NULL;
+        } else {
+            n = (size_t)r;
         }
-        n += (size_t)r;
     }
     if (!buf && !err[0])
         snprintf(err, errsz, "out of memory");

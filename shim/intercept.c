@@ -16,6 +16,7 @@
 #include "json.h"
 #include "log.h"
 #include "loop.h"
+#include "url.h"
 #include "xfer.h"
 
 #include <errno.h>
@@ -134,7 +135,7 @@ static void log_pass(const struct shim_handle_view *v, const char *why, size_t m
                      "escapes?), which codeshim's first check looks for");
         why = w.text;
     }
-    shim_log_url(v->url, url, sizeof(url));
+    shim_url_redact(v->url, url, sizeof(url));
     LOG_DEBUG("passed through %.16s %s: %s", method, url, why);
 }
 

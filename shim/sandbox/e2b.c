@@ -42,6 +42,7 @@
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <errno.h>
@@ -91,13 +92,9 @@ extern const char shim_e2b_remove_py[];
 
 static void hash2(const char *tag, const char *a, const char *b, size_t nbytes, char *out)
 {
-    struct shim_sha256 s;
+    const char *parts[] = {a, b};
 
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    shim_sha256_update(&s, b, strlen(b) + 1);
-    shim_sha256_final_hex(&s, nbytes, out);
+    shim_sha256_tagged_hex(tag, parts, 2, nbytes, out);
 }
 
 static void derive_cid(const char *salt, const char *nonce, char out[64])
@@ -133,13 +130,13 @@ static int team_path(const struct e2b *e, char *out, size_t n)
         return rc;
     memcpy(name, "team-", 5);
     hash2("codeshim-e2b-team-v1", e->cfg->e2b_api_key, e->cfg->e2b_api_url, 16, name + 5);
-    return shim_store_join(out, n, dir, name);
+    return shim_fileio_join(out, n, dir, name);
 }
 
 static void team_max_load(struct e2b *e)
 {
     char path[1200], text[64];
-    long long at, now = (long long)time(NULL);
+    long long at, now = (long long)shim_clock_wall_s();
     int max;
 
     if (team_path(e, path, sizeof(path)) == 0 &&
@@ -157,7 +154,7 @@ static void team_max_learn(struct e2b *e, int max)
     e->team_max_s = max;
     LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
              "(CODESHIM_SESSION_TTL asks %d s)", max, e->ttl_s);
-    snprintf(text, sizeof(text), "%d %lld", max, (long long)time(NULL));
+    snprintf(text, sizeof(text), "%d %lld", max, (long long)shim_clock_wall_s());
     if (team_path(e, path, sizeof(path)) < 0 || shim_store_write(path, text) < 0)
         LOG_INFO("e2b: the team's maximum is not remembered for later runs");
 }
@@ -173,7 +170,7 @@ static int marker_path(const struct e2b *e, char *out, size_t n)
     if (!e->tagged || !e->session[0])
         return -ENOENT;
     rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
-    return rc < 0 ? rc : shim_store_join(out, n, dir, e->session);
+    return rc < 0 ? rc : shim_fileio_join(out, n, dir, e->session);
 }
 
 /* Kills the owner's sandboxes that e2b ends first until one more fits. */

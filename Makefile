@@ -127,7 +127,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory layers unit sandbox exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers unit sandbox exports integration fuzz-short asan tsan-short
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -174,3 +174,6 @@ clean:
 # make asan, make fuzz (long), make fuzz-short (CI-sized, part of make
 # test), make fuzz-replay.
 include tests/fuzz/fuzz.mk
+# The ThreadSanitizer build (build-tsan/) and its run: make tsan, make
+# tsan-short (part of make test).
+include tests/tsan/tsan.mk

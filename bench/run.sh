@@ -74,6 +74,8 @@ if command -v valgrind >/dev/null 2>&1; then
     awk -v b="$4" -v e="$7" -v lo="$8" -v hi="$9" 'BEGIN {
         printf "%-60sratio %.4f: +%d instructions (%d-%d), %d per request incl. start-up\n",
             "1. the same, libcurl'"'"'s own perform taken as equal", (b + e) / b, e, lo, hi, e / 300 }'
+    # 1c. The same for the curl CLI (bench/cli_passthrough.sh).
+    bench/cli_passthrough.sh "$url" "$LIB" "$tmp/plain.json"
 else
     echo "1. pass-through instructions: skipped (no valgrind)"
 fi

@@ -365,77 +365,56 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     }
 }
 
-static int interesting(CURLoption opt)
-{
-    switch (opt) {
-    case CURLOPT_URL: case CURLOPT_CUSTOMREQUEST: case CURLOPT_POSTFIELDS:
-    case CURLOPT_COPYPOSTFIELDS: case CURLOPT_POSTFIELDSIZE:
-    case CURLOPT_POSTFIELDSIZE_LARGE: case CURLOPT_POST: case CURLOPT_HTTPGET:
-    case CURLOPT_NOBODY: case CURLOPT_UPLOAD: case CURLOPT_HTTPPOST:
-    case CURLOPT_MIMEPOST: case CURLOPT_HTTPHEADER: case CURLOPT_WRITEFUNCTION:
-    case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
-    case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
-    case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY:
-    case CURLOPT_READFUNCTION: case CURLOPT_READDATA: case CURLOPT_SEEKFUNCTION:
-    case CURLOPT_SEEKDATA: case CURLOPT_IOCTLFUNCTION: case CURLOPT_IOCTLDATA:
-    case CURLOPT_INFILESIZE: case CURLOPT_INFILESIZE_LARGE: case CURLOPT_CURLU:
-    case CURLOPT_TIMEOUT: case CURLOPT_TIMEOUT_MS: case CURLOPT_NOPROGRESS:
-    case CURLOPT_XFERINFOFUNCTION: case CURLOPT_PROGRESSFUNCTION: case CURLOPT_XFERINFODATA:
-    case CURLOPT_RESOLVE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* Whether codeshim reads option opt (interesting() or a credential),
- * learnt on the first setopt of each option and then answered from two
- * bits: most options a program sets are neither, and asking identity.c
- * means a scan of its table. An option is a type base (a multiple of
- * 10000, CURLOPTTYPE_*) plus its number; both within bounds here. */
-#define OPT_TYPES 5
-#define OPT_NUMS 512
-static unsigned long long opt_seen[OPT_TYPES * OPT_NUMS / 64];
-static unsigned long long opt_wanted[OPT_TYPES * OPT_NUMS / 64];
-
-static int wanted(CURLoption opt)
-{
-    unsigned long t = (unsigned long)opt / 10000, n = (unsigned long)opt % 10000, i;
-    unsigned long long bit;
-    int r;
-
-    if (t >= OPT_TYPES || n >= OPT_NUMS)
-        return interesting(opt) || shim_identity_is_option(opt);
-    i = t * OPT_NUMS + n;
-    bit = 1ULL << (i % 64);
-    if (__atomic_load_n(&opt_seen[i / 64], __ATOMIC_ACQUIRE) & bit)
-        return (__atomic_load_n(&opt_wanted[i / 64], __ATOMIC_RELAXED) & bit) != 0;
-    r = interesting(opt) || shim_identity_is_option(opt);
-    if (r) /* published before the seen bit that makes it valid */
-        __atomic_fetch_or(&opt_wanted[i / 64], bit, __ATOMIC_RELAXED);
-    __atomic_fetch_or(&opt_seen[i / 64], bit, __ATOMIC_RELEASE);
-    return r;
-}
+/* The options codeshim records, by type (CURLOPTTYPE_*: a multiple of
+ * 10000) and number: SHIM_OPT_RECORD for the ones apply() reads,
+ * SHIM_OPT_CRED for the credentials (kept as digests, identity.h). A
+ * constant table, so the check in every setopt wrapper is one load
+ * (shim_handles_wants); an option that does not fit in it is rejected at
+ * compile time. */
+#define OPT(o) [(o) / 10000][(o) % 10000]
+#define RECORD(o) OPT(o) = SHIM_OPT_RECORD,
+#define CRED(o, slot, second, blob) OPT(o) = SHIM_OPT_CRED,
+const unsigned char shim_handles_opt[SHIM_OPT_TYPES][SHIM_OPT_NUMS] = {
+    RECORD(CURLOPT_URL) RECORD(CURLOPT_CUSTOMREQUEST) RECORD(CURLOPT_POSTFIELDS)
+    RECORD(CURLOPT_COPYPOSTFIELDS) RECORD(CURLOPT_POSTFIELDSIZE)
+    RECORD(CURLOPT_POSTFIELDSIZE_LARGE) RECORD(CURLOPT_POST) RECORD(CURLOPT_HTTPGET)
+    RECORD(CURLOPT_NOBODY) RECORD(CURLOPT_UPLOAD) RECORD(CURLOPT_HTTPPOST)
+    RECORD(CURLOPT_MIMEPOST) RECORD(CURLOPT_HTTPHEADER) RECORD(CURLOPT_WRITEFUNCTION)
+    RECORD(CURLOPT_WRITEDATA) RECORD(CURLOPT_HEADERFUNCTION) RECORD(CURLOPT_HEADERDATA)
+    RECORD(CURLOPT_FAILONERROR) RECORD(CURLOPT_HEADER) RECORD(CURLOPT_ERRORBUFFER)
+    RECORD(CURLOPT_CAINFO) RECORD(CURLOPT_CAPATH) RECORD(CURLOPT_PROXY)
+    RECORD(CURLOPT_NOPROXY) RECORD(CURLOPT_READFUNCTION) RECORD(CURLOPT_READDATA)
+    RECORD(CURLOPT_SEEKFUNCTION) RECORD(CURLOPT_SEEKDATA) RECORD(CURLOPT_IOCTLFUNCTION)
+    RECORD(CURLOPT_IOCTLDATA) RECORD(CURLOPT_INFILESIZE) RECORD(CURLOPT_INFILESIZE_LARGE)
+    RECORD(CURLOPT_CURLU) RECORD(CURLOPT_TIMEOUT) RECORD(CURLOPT_TIMEOUT_MS)
+    RECORD(CURLOPT_NOPROGRESS) RECORD(CURLOPT_XFERINFOFUNCTION)
+    RECORD(CURLOPT_PROGRESSFUNCTION) RECORD(CURLOPT_XFERINFODATA) RECORD(CURLOPT_RESOLVE)
+    SHIM_CRED_OPTIONS(CRED)
+};
+#undef CRED
+#undef RECORD
+#undef OPT
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
-    struct shim_cred_update cred = {0};
+    struct shim_cred_update cred;
     struct entry *e;
+    int kind = shim_handles_wants(opt);
 
-    if (!h || !wanted(opt))
+    if (!h || !kind)
         return;
-    if (!interesting(opt) && shim_identity_is_option(opt))
+    if (kind == SHIM_OPT_CRED)
         shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
     e = find(h);
     if (!e && create)
         e = insert(h, f);
-    if (e) {
-        apply(e, opt, v);
+    if (e && kind == SHIM_OPT_CRED)
         shim_identity_apply(&e->creds, &cred);
-    }
+    else if (e)
+        apply(e, opt, v);
     pthread_mutex_unlock(&lock);
 }
 

@@ -116,6 +116,21 @@ struct shim_answer_info {
     char method[16];        /* the request's, for CURLINFO_EFFECTIVE_METHOD */
 };
 
+/* Whether codeshim records option opt: 0 (most options a program sets:
+ * the setopt wrapper then does nothing more), SHIM_OPT_RECORD or
+ * SHIM_OPT_CRED (a credential, kept as a digest). One load from a
+ * constant table indexed by the option's type and number. */
+#define SHIM_OPT_TYPES 5   /* CURLOPTTYPE_LONG .. CURLOPTTYPE_BLOB, by 10000 */
+#define SHIM_OPT_NUMS 1000 /* libcurl numbers options below 1000 */
+enum { SHIM_OPT_RECORD = 1, SHIM_OPT_CRED = 2 };
+extern const unsigned char shim_handles_opt[SHIM_OPT_TYPES][SHIM_OPT_NUMS];
+static inline int shim_handles_wants(CURLoption opt)
+{
+    unsigned t = (unsigned)opt / 10000, n = (unsigned)opt % 10000;
+
+    return t < SHIM_OPT_TYPES && n < SHIM_OPT_NUMS ? shim_handles_opt[t][n] : 0;
+}
+
 /* Records option opt for h if it is one codeshim needs. create=0 records
  * only for a handle already in the table (used while the guard is up). */
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,

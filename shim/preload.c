@@ -89,32 +89,52 @@ WRAPPER CURL *w_init(enum shim_flavor f, int in)
 }
 
 /* Re-packs the one variadic argument by the option's type range, exactly as
- * libcurl's own setopt reads it, records it, and forwards it. */
-WRAPPER CURLcode w_setopt(enum shim_flavor f, int in, CURL *h, CURLoption o, va_list ap)
+ * libcurl's own setopt reads it, forwards it, and records it when it is
+ * an option codeshim needs (handles.h). Most options a program sets are
+ * not: those go straight to libcurl (a tail call), without the guard, the
+ * disabled check or the table, since libcurl's setopt calls nothing of
+ * libcurl's public API (a callback of the program's it runs, a share's
+ * lock, is the program's call either way). */
+#define SETOPT_ARG(ap, o, v)                                                   \
+    do {                                                                       \
+        if ((o) < CURLOPTTYPE_OBJECTPOINT)                                     \
+            (v).l = va_arg(ap, long);                                          \
+        else if ((o) < CURLOPTTYPE_FUNCTIONPOINT)                              \
+            (v).p = va_arg(ap, void *);                                        \
+        else if ((o) < CURLOPTTYPE_OFF_T)                                      \
+            (v).fn = va_arg(ap, void (*)(void));                               \
+        else if ((o) < CURLOPTTYPE_BLOB)                                       \
+            (v).off = va_arg(ap, curl_off_t);                                  \
+        else                                                                   \
+            (v).p = va_arg(ap, void *); /* struct curl_blob * */               \
+    } while (0)
+
+static inline CURLcode real_setopt(const struct shim_curl_api *api, CURL *h, CURLoption o,
+                                   union shim_optval v)
 {
-    const struct shim_curl_api *api = shim_real(f);
-    union shim_optval v;
+    if (o < CURLOPTTYPE_OBJECTPOINT)
+        return api->easy_setopt(h, o, v.l);
+    if (o < CURLOPTTYPE_FUNCTIONPOINT)
+        return api->easy_setopt(h, o, v.p);
+    if (o < CURLOPTTYPE_OFF_T)
+        return api->easy_setopt(h, o, v.fn);
+    if (o < CURLOPTTYPE_BLOB)
+        return api->easy_setopt(h, o, v.off);
+    return api->easy_setopt(h, o, v.p);
+}
+
+/* An option codeshim records: forwarded with the guard up, then recorded
+ * (for a handle libcurl made itself, only when already known). Out of
+ * line: the entry point's fast path stays small. */
+static __attribute__((noinline)) CURLcode w_setopt_record(enum shim_flavor f, int in,
+                                                          const struct shim_curl_api *api,
+                                                          CURL *h, CURLoption o,
+                                                          union shim_optval v)
+{
     CURLcode rc;
 
-    if (!api)
-        return CURLE_FAILED_INIT;
     shim_guard_enter();
-    if (o < CURLOPTTYPE_OBJECTPOINT) {
-        v.l = va_arg(ap, long);
-        rc = api->easy_setopt(h, o, v.l);
-    } else if (o < CURLOPTTYPE_FUNCTIONPOINT) {
-        v.p = va_arg(ap, void *);
-        rc = api->easy_setopt(h, o, v.p);
-    } else if (o < CURLOPTTYPE_OFF_T) {
-        v.fn = va_arg(ap, void (*)(void));
-        rc = api->easy_setopt(h, o, v.fn);
-    } else if (o < CURLOPTTYPE_BLOB) {
-        v.off = va_arg(ap, curl_off_t);
-        rc = api->easy_setopt(h, o, v.off);
-    } else {
-        v.p = va_arg(ap, void *); /* struct curl_blob * */
-        rc = api->easy_setopt(h, o, v.p);
-    }
+    rc = real_setopt(api, h, o, v);
     shim_guard_leave();
     if (rc == CURLE_OK && !disabled())
         shim_handles_record(h, f, o, v, !in);
@@ -530,12 +550,17 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
     EXPORT __attribute__((symver("curl_easy_setopt" VER))) CURLcode            \
         tag##_setopt(CURL *h, CURLoption o, ...)                               \
     {                                                                          \
+        const struct shim_curl_api *api = shim_real(F);                        \
+        union shim_optval v;                                                   \
         va_list ap;                                                            \
-        CURLcode rc;                                                           \
         va_start(ap, o);                                                       \
-        rc = w_setopt(F, FROM_LIBCURL(F), h, o, ap);                                            \
+        SETOPT_ARG(ap, o, v);                                                  \
         va_end(ap);                                                            \
-        return rc;                                                             \
+        if (!api)                                                              \
+            return CURLE_FAILED_INIT;                                          \
+        if (!shim_handles_wants(o))                                            \
+            return real_setopt(api, h, o, v);                                  \
+        return w_setopt_record(F, FROM_LIBCURL(F), api, h, o, v);              \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_perform" VER))) CURLcode           \
         tag##_perform(CURL *h)                                                 \

@@ -1093,6 +1093,40 @@ static void limits_are_recorded(void **state)
     shim_handles_forget(H(0x7200));
 }
 
+/* The setopt wrappers ask shim_handles_wants before anything else: the
+ * options apply() reads and the credentials are recorded, every other
+ * option (most of what a program sets) is not, whatever its type. */
+static void wants_only_recorded_options(void **state)
+{
+    static const CURLoption recorded[] = {
+        CURLOPT_URL, CURLOPT_POSTFIELDS, CURLOPT_POSTFIELDSIZE_LARGE, CURLOPT_HTTPHEADER,
+        CURLOPT_WRITEFUNCTION, CURLOPT_READDATA, CURLOPT_CURLU, CURLOPT_TIMEOUT_MS,
+        CURLOPT_XFERINFOFUNCTION, CURLOPT_RESOLVE, CURLOPT_INFILESIZE_LARGE};
+    static const CURLoption creds[] = {CURLOPT_USERPWD, CURLOPT_COOKIE, CURLOPT_SSLKEY_BLOB,
+                                       CURLOPT_XOAUTH2_BEARER, CURLOPT_TLSAUTH_PASSWORD};
+    static const CURLoption others[] = {
+        CURLOPT_VERBOSE, CURLOPT_USERAGENT, CURLOPT_SSL_VERIFYPEER, CURLOPT_MAXREDIRS,
+        CURLOPT_DEBUGFUNCTION, CURLOPT_MAX_RECV_SPEED_LARGE, CURLOPT_CAINFO_BLOB,
+        CURLOPT_TCP_KEEPALIVE, CURLOPT_ACCEPT_ENCODING, (CURLoption)-1, (CURLoption)99999,
+        (CURLoption)(CURLOPTTYPE_OBJECTPOINT + 999)};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++)
+        assert_int_equal(shim_handles_wants(recorded[i]), SHIM_OPT_RECORD);
+    for (i = 0; i < sizeof(creds) / sizeof(creds[0]); i++) {
+        assert_int_equal(shim_handles_wants(creds[i]), SHIM_OPT_CRED);
+        assert_true(shim_identity_is_option(creds[i]));
+    }
+    for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        assert_int_equal(shim_handles_wants(others[i]), 0);
+    /* every option the table has is one the recorder acts on */
+    for (i = 0; i < SHIM_OPT_TYPES * SHIM_OPT_NUMS; i++) {
+        CURLoption o = (CURLoption)((i / SHIM_OPT_NUMS) * 10000 + i % SHIM_OPT_NUMS);
+        assert_int_equal(shim_handles_wants(o) == SHIM_OPT_CRED, shim_identity_is_option(o));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1115,6 +1149,7 @@ int main(void)
         cmocka_unit_test(begin_read_callback_bodies),
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),
+        cmocka_unit_test(wants_only_recorded_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

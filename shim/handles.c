@@ -49,6 +49,18 @@ struct entry {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The entry this thread last recorded an option into, found in O(1) and
+ * without the lock by the next setopt on the same handle (a program sets
+ * some thirty recorded options on a handle in a row): valid while no
+ * entry was freed since (gen, bumped under the lock by every free).
+ * Writing an entry without the lock is safe because only calls on its own
+ * handle free it or read the fields setopt writes, and libcurl's rules
+ * forbid using one handle from two threads at once; the table's chains
+ * (e->next) are only ever changed under the lock. */
+static unsigned long gen;
+static __thread CURL *last_h;
+static __thread struct entry *last_e;
+static __thread unsigned long last_gen;
 static struct entry **buckets;
 static size_t nbuckets, nentries;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -136,6 +148,7 @@ static struct entry *insert(CURL *h, enum shim_flavor f)
     struct entry *e;
     size_t b;
 
+    pthread_once(&atfork_once, register_atfork);
     if (nentries >= nbuckets && grow() < 0 && !nbuckets)
         return NULL;
     e = calloc(1, sizeof(*e));
@@ -163,6 +176,7 @@ static void unlink_entry(CURL *h)
             free_opts(e);
             free(e);
             nentries--;
+            __atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
             return;
         }
     }
@@ -365,16 +379,18 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     }
 }
 
-/* The options codeshim records, by type (CURLOPTTYPE_*: a multiple of
- * 10000) and number: SHIM_OPT_RECORD for the ones apply() reads,
- * SHIM_OPT_CRED for the credentials (kept as digests, identity.h). A
- * constant table, so the check in every setopt wrapper is one load
- * (shim_handles_wants); an option that does not fit in it is rejected at
- * compile time. */
-#define OPT(o) [(o) / 10000][(o) % 10000]
-#define RECORD(o) OPT(o) = SHIM_OPT_RECORD,
-#define CRED(o, slot, second, blob) OPT(o) = SHIM_OPT_CRED,
-const unsigned char shim_handles_opt[SHIM_OPT_TYPES][SHIM_OPT_NUMS] = {
+/* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
+ * reads, SHIM_OPT_CRED for the credentials (kept as digests, identity.h).
+ * A constant table with one slot per option (SHIM_OPT_SLOT: its low ten
+ * bits mixed with the next ones, where libcurl's type base, a multiple of
+ * 10000, shows), holding the option and its kind: the check in
+ * every setopt wrapper is one load and one compare (shim_handles_wants).
+ * Two options in one slot would initialise it twice, which the compiler
+ * rejects (-Werror=override-init, part of -Wextra). */
+#define SLOT(o, kind) [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << 2 | (kind),
+#define RECORD(o) SLOT(o, SHIM_OPT_RECORD)
+#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED)
+const uint32_t shim_handles_opt[SHIM_OPT_SLOTS] = {
     RECORD(CURLOPT_URL) RECORD(CURLOPT_CUSTOMREQUEST) RECORD(CURLOPT_POSTFIELDS)
     RECORD(CURLOPT_COPYPOSTFIELDS) RECORD(CURLOPT_POSTFIELDSIZE)
     RECORD(CURLOPT_POSTFIELDSIZE_LARGE) RECORD(CURLOPT_POST) RECORD(CURLOPT_HTTPGET)
@@ -393,29 +409,39 @@ const unsigned char shim_handles_opt[SHIM_OPT_TYPES][SHIM_OPT_NUMS] = {
 };
 #undef CRED
 #undef RECORD
-#undef OPT
+#undef SLOT
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
     struct shim_cred_update cred;
     struct entry *e;
-    int kind = shim_handles_wants(opt);
+    int kind = shim_handles_wants(opt), locked = 0;
 
     if (!h || !kind)
         return;
     if (kind == SHIM_OPT_CRED)
         shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
-    pthread_once(&atfork_once, register_atfork);
-    pthread_mutex_lock(&lock);
-    e = find(h);
-    if (!e && create)
-        e = insert(h, f);
+    if (h == last_h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last_gen) {
+        e = last_e;
+    } else {
+        pthread_mutex_lock(&lock);
+        locked = 1;
+        e = find(h);
+        if (!e && create)
+            e = insert(h, f);
+        if (e) {
+            last_h = h;
+            last_e = e;
+            last_gen = gen;
+        }
+    }
     if (e && kind == SHIM_OPT_CRED)
         shim_identity_apply(&e->creds, &cred);
     else if (e)
         apply(e, opt, v);
-    pthread_mutex_unlock(&lock);
+    if (locked)
+        pthread_mutex_unlock(&lock);
 }
 
 static size_t body_len(const struct entry *e)

@@ -6,7 +6,10 @@
  * The table also holds the answer of a synthetic
  * transfer so curl_easy_getinfo can report it. State follows
  * curl_easy_reset, curl_easy_duphandle and curl_easy_cleanup; one mutex
- * guards the whole table and is never held while calling out.
+ * guards the whole table and is never held while calling out. Options
+ * codeshim does not record cost the setopt wrapper one table load
+ * (shim_handles_wants); a run of recorded options on one handle finds its
+ * entry without the lock (handles.c).
  *
  * Memory the program gave libcurl (POSTFIELDS, HTTPHEADER lists, userdata,
  * ERRORBUFFER) is borrowed, never freed or written except ERRORBUFFER on a
@@ -20,6 +23,7 @@
 
 #include <curl/curl.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum shim_method {
     SHIM_METHOD_GET = 0,
@@ -119,16 +123,16 @@ struct shim_answer_info {
 /* Whether codeshim records option opt: 0 (most options a program sets:
  * the setopt wrapper then does nothing more), SHIM_OPT_RECORD or
  * SHIM_OPT_CRED (a credential, kept as a digest). One load from a
- * constant table indexed by the option's type and number. */
-#define SHIM_OPT_TYPES 5   /* CURLOPTTYPE_LONG .. CURLOPTTYPE_BLOB, by 10000 */
-#define SHIM_OPT_NUMS 1000 /* libcurl numbers options below 1000 */
+ * constant table and one compare (handles.c says how it is laid out). */
+#define SHIM_OPT_SLOTS 1024
+#define SHIM_OPT_SLOT(o) (((unsigned)(o) ^ (unsigned)(o) >> 10) & (SHIM_OPT_SLOTS - 1))
 enum { SHIM_OPT_RECORD = 1, SHIM_OPT_CRED = 2 };
-extern const unsigned char shim_handles_opt[SHIM_OPT_TYPES][SHIM_OPT_NUMS];
+extern const uint32_t shim_handles_opt[SHIM_OPT_SLOTS];
 static inline int shim_handles_wants(CURLoption opt)
 {
-    unsigned t = (unsigned)opt / 10000, n = (unsigned)opt % 10000;
+    uint32_t e = shim_handles_opt[SHIM_OPT_SLOT(opt)];
 
-    return t < SHIM_OPT_TYPES && n < SHIM_OPT_NUMS ? shim_handles_opt[t][n] : 0;
+    return e >> 2 == (uint32_t)opt ? (int)(e & 3) : 0;
 }
 
 /* Records option opt for h if it is one codeshim needs. create=0 records

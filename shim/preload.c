@@ -88,15 +88,33 @@ WRAPPER CURL *w_init(enum shim_flavor f, int in)
     return h;
 }
 
-/* Re-packs the one variadic argument by the option's type range, exactly as
- * libcurl's own setopt reads it, forwards it, and records it when it is
- * an option codeshim needs (handles.h). Most options a program sets are
- * not: those go straight to libcurl (a tail call), without the guard, the
- * disabled check or the table, since libcurl's setopt calls nothing of
- * libcurl's public API (a callback of the program's it runs, a share's
- * lock, is the program's call either way). */
-#define SETOPT_ARG(ap, o, v)                                                   \
+/* curl_easy_setopt forwards the option and records it when it is one
+ * codeshim needs (handles.h). Most options a program sets are not: those
+ * go straight to libcurl, without the guard, the disabled check or the
+ * table, since libcurl's setopt calls nothing of libcurl's public API (a
+ * callback of the program's it runs, a share's lock, is the program's
+ * call either way). */
+/* The one argument after the option. On x86-64 (SysV) and arm64 (AAPCS64
+ * as Linux uses it) a variadic argument of any of setopt's types (long,
+ * pointer, function pointer, curl_off_t) travels in the same register as
+ * a named 64-bit integer would: there the entry point takes it as one
+ * (no va_list to set up) and an option codeshim does not record is
+ * forwarded as it came, in a tail call, bit for bit what libcurl would
+ * have read. Elsewhere it is read with va_arg by the option's type range,
+ * exactly as libcurl's own setopt reads it. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define SETOPT_ONE_REGISTER 1
+#define SETOPT_PARAM uint64_t arg
+#define SETOPT_GET(o, v) ((v).off = (curl_off_t)arg)
+#define SETOPT_FORWARD(api, h, o, v) (api)->easy_setopt(h, o, arg)
+_Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) == 8,
+               "setopt's argument types are one 64-bit register");
+#else
+#define SETOPT_PARAM ...
+#define SETOPT_GET(o, v)                                                       \
     do {                                                                       \
+        va_list ap;                                                            \
+        va_start(ap, o);                                                       \
         if ((o) < CURLOPTTYPE_OBJECTPOINT)                                     \
             (v).l = va_arg(ap, long);                                          \
         else if ((o) < CURLOPTTYPE_FUNCTIONPOINT)                              \
@@ -107,11 +125,18 @@ WRAPPER CURL *w_init(enum shim_flavor f, int in)
             (v).off = va_arg(ap, curl_off_t);                                  \
         else                                                                   \
             (v).p = va_arg(ap, void *); /* struct curl_blob * */               \
+        va_end(ap);                                                            \
     } while (0)
+#define SETOPT_FORWARD(api, h, o, v) real_setopt(api, h, o, v)
+#endif
 
 static inline CURLcode real_setopt(const struct shim_curl_api *api, CURL *h, CURLoption o,
                                    union shim_optval v)
 {
+#ifdef SETOPT_ONE_REGISTER
+    (void)o;
+    return api->easy_setopt(h, o, v.off); /* the same register whatever the type */
+#else
     if (o < CURLOPTTYPE_OBJECTPOINT)
         return api->easy_setopt(h, o, v.l);
     if (o < CURLOPTTYPE_FUNCTIONPOINT)
@@ -121,18 +146,22 @@ static inline CURLcode real_setopt(const struct shim_curl_api *api, CURL *h, CUR
     if (o < CURLOPTTYPE_BLOB)
         return api->easy_setopt(h, o, v.off);
     return api->easy_setopt(h, o, v.p);
+#endif
 }
 
-/* An option codeshim records: forwarded with the guard up, then recorded
- * (for a handle libcurl made itself, only when already known). Out of
- * line: the entry point's fast path stays small. */
-static __attribute__((noinline)) CURLcode w_setopt_record(enum shim_flavor f, int in,
-                                                          const struct shim_curl_api *api,
-                                                          CURL *h, CURLoption o,
-                                                          union shim_optval v)
+/* Not yet bound, or an option codeshim records: forwarded with the guard
+ * up, then recorded (for a handle libcurl made itself, only when already
+ * known). Out of line: the entry point's fast path saves no registers. */
+static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, int in, CURL *h,
+                                                        CURLoption o, union shim_optval v)
 {
+    const struct shim_curl_api *api = shim_real(f);
     CURLcode rc;
 
+    if (!api)
+        return CURLE_FAILED_INIT;
+    if (!shim_handles_wants(o))
+        return real_setopt(api, h, o, v);
     shim_guard_enter();
     rc = real_setopt(api, h, o, v);
     shim_guard_leave();
@@ -548,19 +577,15 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
         return w_init(F, FROM_LIBCURL(F));                                                      \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_setopt" VER))) CURLcode            \
-        tag##_setopt(CURL *h, CURLoption o, ...)                               \
+        tag##_setopt(CURL *h, CURLoption o, SETOPT_PARAM)                      \
     {                                                                          \
-        const struct shim_curl_api *api = shim_real(F);                        \
+        const struct shim_curl_api *api =                                      \
+            __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE);            \
         union shim_optval v;                                                   \
-        va_list ap;                                                            \
-        va_start(ap, o);                                                       \
-        SETOPT_ARG(ap, o, v);                                                  \
-        va_end(ap);                                                            \
-        if (!api)                                                              \
-            return CURLE_FAILED_INIT;                                          \
-        if (!shim_handles_wants(o))                                            \
-            return real_setopt(api, h, o, v);                                  \
-        return w_setopt_record(F, FROM_LIBCURL(F), api, h, o, v);              \
+        SETOPT_GET(o, v);                                                      \
+        if (api && !shim_handles_wants(o))                                     \
+            return SETOPT_FORWARD(api, h, o, v);                               \
+        return w_setopt_slow(F, FROM_LIBCURL(F), h, o, v);                     \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_perform" VER))) CURLcode           \
         tag##_perform(CURL *h)                                                 \
@@ -601,7 +626,7 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
 /* The prototypes keep -Wmissing-prototypes quiet for the aliases. */
 #define PROTOS(tag)                                                            \
     CURL *tag##_init(void);                                                    \
-    CURLcode tag##_setopt(CURL *, CURLoption, ...);                            \
+    CURLcode tag##_setopt(CURL *, CURLoption, SETOPT_PARAM);                   \
     CURLcode tag##_perform(CURL *);                                            \
     CURLcode tag##_getinfo(CURL *, CURLINFO, ...);                             \
     void tag##_cleanup(CURL *);                                                \

@@ -1121,8 +1121,8 @@ static void wants_only_recorded_options(void **state)
     for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
         assert_int_equal(shim_handles_wants(others[i]), 0);
     /* every option the table has is one the recorder acts on */
-    for (i = 0; i < SHIM_OPT_TYPES * SHIM_OPT_NUMS; i++) {
-        CURLoption o = (CURLoption)((i / SHIM_OPT_NUMS) * 10000 + i % SHIM_OPT_NUMS);
+    for (i = 0; i < 5 * 1000; i++) {
+        CURLoption o = (CURLoption)((i / 1000) * 10000 + i % 1000);
         assert_int_equal(shim_handles_wants(o) == SHIM_OPT_CRED, shim_identity_is_option(o));
     }
 }

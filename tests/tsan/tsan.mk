@@ -50,8 +50,8 @@ $(TSAN_DIR)/gen/%.o: $(BUILD)/gen/%.c tests/tsan/tsan.mk
 # in the library, with -fno-plt).
 $(TSAN_DIR)/obj/shim/sandbox/spawn_child.o: TSAN_CFLAGS := $(filter-out -fsanitize=thread,$(TSAN_CFLAGS)) -fno-plt
 
-$(TSAN_LIB): $(TSAN_OBJ) shim/codeshim.map $(SESSIOND)
-	$(CC) -shared -fsanitize=thread -o $@ $(TSAN_OBJ) -Wl,--version-script=shim/codeshim.map \
+$(TSAN_LIB): $(TSAN_OBJ) $(MAP) $(SESSIOND)
+	$(CC) -shared -fsanitize=thread -o $@ $(TSAN_OBJ) -Wl,--version-script=$(MAP) \
 	  -Wl,-z,defs -Wl,--as-needed $(SO_LIBS)
 	ln -sf ../$(SESSIOND) $(TSAN_DIR)/codeshim-sessiond
 

@@ -1093,6 +1093,37 @@ static void limits_are_recorded(void **state)
     shim_handles_forget(H(0x7200));
 }
 
+/* A run of setopts on one handle finds its entry without the lock; once
+ * the handle is cleaned up (its entry freed), the next setopt on the same
+ * address (a new handle malloc handed the same memory) starts a fresh
+ * entry instead of writing into the freed one, and one made with
+ * create=0 (libcurl's own handle) records nothing. */
+static void recorded_entry_is_forgotten_with_its_handle(void **state)
+{
+    static const struct curl_slist hdr = {(char *)"X-A: 1", NULL};
+    struct shim_handle_view v;
+    union shim_optval o;
+    size_t base = shim_handles_count();
+    CURL *h = H(0x7000);
+    (void)state;
+
+    rec_p(h, CURLOPT_URL, "http://u/v1/responses");
+    rec_l(h, CURLOPT_POST, 1);
+    shim_handles_forget(h);
+    assert_int_equal(shim_handles_count(), base);
+    o.l = 1;
+    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_NOBODY, o, 0);
+    assert_int_equal(shim_handles_count(), base);
+    rec_p(h, CURLOPT_HTTPHEADER, &hdr);
+    assert_int_equal(shim_handles_count(), base + 1);
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_null(v.url);
+    assert_int_equal(v.method, SHIM_METHOD_GET);
+    assert_ptr_equal(v.headers, &hdr);
+    shim_handle_view_free(&v);
+    shim_handles_forget(h);
+}
+
 /* The setopt wrappers ask shim_handles_wants before anything else: the
  * options apply() reads and the credentials are recorded, every other
  * option (most of what a program sets) is not, whatever its type. */
@@ -1150,6 +1181,7 @@ int main(void)
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),
         cmocka_unit_test(wants_only_recorded_options),
+        cmocka_unit_test(recorded_entry_is_forgotten_with_its_handle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

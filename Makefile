@@ -85,8 +85,15 @@ $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 # calls go through GOT slots the loader fills at load time, before anything
 # runs (some twenty: the parent's side in spawn.c binds lazily).
 $(BUILD)/obj/shim/sandbox/spawn_child.o: ALL_CFLAGS += -fno-plt
-$(BUILD)/libcodeshim.so: $(SHIM_OBJ) $(SO_ONLY_OBJ) shim/codeshim.map
-	$(CC) -shared -o $@ $(SHIM_OBJ) $(SO_ONLY_OBJ) -Wl,--version-script=shim/codeshim.map \
+# The version script and the export check are made from the one list of
+# interposed functions, shim/symbols.h.
+MAP := $(BUILD)/gen/codeshim.map
+$(MAP): shim/codeshim.map.in shim/symbols.h
+	@mkdir -p $(dir $@)
+	$(CC) -E -P -x c -Ishim $< -o $@.tmp
+	@mv $@.tmp $@
+$(BUILD)/libcodeshim.so: $(SHIM_OBJ) $(SO_ONLY_OBJ) $(MAP)
+	$(CC) -shared -o $@ $(SHIM_OBJ) $(SO_ONLY_OBJ) -Wl,--version-script=$(MAP) \
 	  -Wl,-z,defs -Wl,-z,relro -Wl,--as-needed $(SO_LIBS)
 
 $(BUILD)/libcodeshim_core.a: $(CORE_OBJ)
@@ -141,7 +148,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory layers homes docs-check unit sandbox exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers homes docs-check unit sandbox exports integration fuzz-short asan tsan-short
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -150,7 +157,7 @@ sandbox: $(SANDBOX_BIN)
 	@set -e; for t in $(SANDBOX_BIN); do echo "== $$t"; $$t; done
 
 exports: $(BUILD)/libcodeshim.so
-	@tests/tools/check_exports.sh $(BUILD)/libcodeshim.so
+	@CC="$(CC)" tests/tools/check_exports.sh $(BUILD)/libcodeshim.so shim/symbols.h
 
 # The layer table in doc/ARCHITECTURE.md, enforced on the objects (nm) and
 # the includes: no call or include upwards, no two files in a circle.
@@ -209,3 +216,6 @@ include tests/fuzz/fuzz.mk
 
 # The .d files the compiles above wrote (none before the first build).
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# The ThreadSanitizer build (build-tsan/) and its run: make tsan, make
+# tsan-short (part of make test).
+include tests/tsan/tsan.mk

@@ -4,10 +4,12 @@
 # (absolute numbers on shared machines are noise; ratios are not):
 #   - wall time per request of the same program (bench_http, one handle)
 #     in four modes, median and interquartile range in ms;
-#   1 pass-through instructions, with vs without the library (callgrind);
+#   1 pass-through instructions, with vs without the library (callgrind),
+#     for a C program and for the curl CLI (bench/cli_passthrough.sh);
 #   2 codeshim's own CPU per loop step, 10 KB / 100 KB / 1 MB conversations;
 #   4 throughput and peak memory, N threads with executions;
 #   5 resident memory added when idle, and around a 1 MB conversation;
+#   6 wall time of 1, 4, 16, 64 concurrent intercepted requests (multi);
 #   a session resumed from a new program run (bench/session_bench.py).
 # The goals are printed beside the numbers. Measured, never asserted.
 set -eu
@@ -74,6 +76,8 @@ if command -v valgrind >/dev/null 2>&1; then
     awk -v b="$4" -v e="$7" -v lo="$8" -v hi="$9" 'BEGIN {
         printf "%-60sratio %.4f: +%d instructions (%d-%d), %d per request incl. start-up\n",
             "1. the same, libcurl'"'"'s own perform taken as equal", (b + e) / b, e, lo, hi, e / 300 }'
+    # 1c. The same for the curl CLI (bench/cli_passthrough.sh).
+    bench/cli_passthrough.sh "$url" "$LIB" "$tmp/plain.json"
 else
     echo "1. pass-through instructions: skipped (no valgrind)"
 fi
@@ -117,6 +121,10 @@ for t in 1 2 4 8; do
         printf "%-60s%7.2f req/s (%.2f-%.2f) = %.2f x 1 thread; VmHWM %.1f MB\n",
             sprintf("4. %d thread(s) x %d requests, 1 execution each", t, r), m, lo, hi, m / one, hwm / 1024 }'
 done
+
+# 6. Concurrency: 1, 4, 16 and 64 intercepted requests at once through
+# one multi handle against a 500 ms model (bench/concurrency.py).
+/usr/bin/python3 bench/concurrency.py "$url" "$LIB" "${CONC_RUNS:-3}"
 
 # 5. Memory. Idle: VmRSS of a program after one plain request, with vs
 # without the library (three each). A 1 MB conversation: VmRSS before,

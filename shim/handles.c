@@ -49,6 +49,18 @@ struct entry {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The entry this thread last recorded an option into, found in O(1) and
+ * without the lock by the next setopt on the same handle (a program sets
+ * some thirty recorded options on a handle in a row): valid while no
+ * entry was freed since (gen, bumped under the lock by every free).
+ * Writing an entry without the lock is safe because only calls on its own
+ * handle free it or read the fields setopt writes, and libcurl's rules
+ * forbid using one handle from two threads at once; the table's chains
+ * (e->next) are only ever changed under the lock. */
+static unsigned long gen;
+static __thread CURL *last_h;
+static __thread struct entry *last_e;
+static __thread unsigned long last_gen;
 static struct entry **buckets;
 static size_t nbuckets, nentries;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -100,8 +112,15 @@ static int grow(void)
     return 0;
 }
 
+/* How many entries hold an active synthetic answer (changed under the
+ * lock): while none does, as in a program codeshim only passes through,
+ * curl_easy_getinfo asks libcurl without taking the lock. */
+static unsigned long nanswers;
+
 static void clear_answer(struct answer *a)
 {
+    if (a->active)
+        __atomic_store_n(&nanswers, nanswers - 1, __ATOMIC_RELAXED);
     free(a->content_type);
     free(a->effective_url);
     free(a->scheme);
@@ -136,6 +155,7 @@ static struct entry *insert(CURL *h, enum shim_flavor f)
     struct entry *e;
     size_t b;
 
+    pthread_once(&atfork_once, register_atfork);
     if (nentries >= nbuckets && grow() < 0 && !nbuckets)
         return NULL;
     e = calloc(1, sizeof(*e));
@@ -163,6 +183,7 @@ static void unlink_entry(CURL *h)
             free_opts(e);
             free(e);
             nentries--;
+            __atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
             return;
         }
     }
@@ -365,78 +386,69 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     }
 }
 
-static int interesting(CURLoption opt)
-{
-    switch (opt) {
-    case CURLOPT_URL: case CURLOPT_CUSTOMREQUEST: case CURLOPT_POSTFIELDS:
-    case CURLOPT_COPYPOSTFIELDS: case CURLOPT_POSTFIELDSIZE:
-    case CURLOPT_POSTFIELDSIZE_LARGE: case CURLOPT_POST: case CURLOPT_HTTPGET:
-    case CURLOPT_NOBODY: case CURLOPT_UPLOAD: case CURLOPT_HTTPPOST:
-    case CURLOPT_MIMEPOST: case CURLOPT_HTTPHEADER: case CURLOPT_WRITEFUNCTION:
-    case CURLOPT_WRITEDATA: case CURLOPT_HEADERFUNCTION: case CURLOPT_HEADERDATA:
-    case CURLOPT_FAILONERROR: case CURLOPT_HEADER: case CURLOPT_ERRORBUFFER:
-    case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY:
-    case CURLOPT_READFUNCTION: case CURLOPT_READDATA: case CURLOPT_SEEKFUNCTION:
-    case CURLOPT_SEEKDATA: case CURLOPT_IOCTLFUNCTION: case CURLOPT_IOCTLDATA:
-    case CURLOPT_INFILESIZE: case CURLOPT_INFILESIZE_LARGE: case CURLOPT_CURLU:
-    case CURLOPT_TIMEOUT: case CURLOPT_TIMEOUT_MS: case CURLOPT_NOPROGRESS:
-    case CURLOPT_XFERINFOFUNCTION: case CURLOPT_PROGRESSFUNCTION: case CURLOPT_XFERINFODATA:
-    case CURLOPT_RESOLVE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* Whether codeshim reads option opt (interesting() or a credential),
- * learnt on the first setopt of each option and then answered from two
- * bits: most options a program sets are neither, and asking identity.c
- * means a scan of its table. An option is a type base (a multiple of
- * 10000, CURLOPTTYPE_*) plus its number; both within bounds here. */
-#define OPT_TYPES 5
-#define OPT_NUMS 512
-static unsigned long long opt_seen[OPT_TYPES * OPT_NUMS / 64];
-static unsigned long long opt_wanted[OPT_TYPES * OPT_NUMS / 64];
-
-static int wanted(CURLoption opt)
-{
-    unsigned long t = (unsigned long)opt / 10000, n = (unsigned long)opt % 10000, i;
-    unsigned long long bit;
-    int r;
-
-    if (t >= OPT_TYPES || n >= OPT_NUMS)
-        return interesting(opt) || shim_identity_is_option(opt);
-    i = t * OPT_NUMS + n;
-    bit = 1ULL << (i % 64);
-    if (__atomic_load_n(&opt_seen[i / 64], __ATOMIC_ACQUIRE) & bit)
-        return (__atomic_load_n(&opt_wanted[i / 64], __ATOMIC_RELAXED) & bit) != 0;
-    r = interesting(opt) || shim_identity_is_option(opt);
-    if (r) /* published before the seen bit that makes it valid */
-        __atomic_fetch_or(&opt_wanted[i / 64], bit, __ATOMIC_RELAXED);
-    __atomic_fetch_or(&opt_seen[i / 64], bit, __ATOMIC_RELEASE);
-    return r;
-}
+/* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
+ * reads, SHIM_OPT_CRED for the credentials (kept as digests, identity.h).
+ * A constant table with one slot per option (SHIM_OPT_SLOT: its low ten
+ * bits mixed with the next ones, where libcurl's type base, a multiple of
+ * 10000, shows), holding the option and its kind: the check in
+ * every setopt wrapper is one load and one compare (shim_handles_wants).
+ * Two options in one slot would initialise it twice, which the compiler
+ * rejects (-Werror=override-init, part of -Wextra). */
+#define SLOT(o, kind) [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << 2 | (kind),
+#define RECORD(o) SLOT(o, SHIM_OPT_RECORD)
+#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED)
+const uint32_t shim_handles_opt[SHIM_OPT_SLOTS] = {
+    RECORD(CURLOPT_URL) RECORD(CURLOPT_CUSTOMREQUEST) RECORD(CURLOPT_POSTFIELDS)
+    RECORD(CURLOPT_COPYPOSTFIELDS) RECORD(CURLOPT_POSTFIELDSIZE)
+    RECORD(CURLOPT_POSTFIELDSIZE_LARGE) RECORD(CURLOPT_POST) RECORD(CURLOPT_HTTPGET)
+    RECORD(CURLOPT_NOBODY) RECORD(CURLOPT_UPLOAD) RECORD(CURLOPT_HTTPPOST)
+    RECORD(CURLOPT_MIMEPOST) RECORD(CURLOPT_HTTPHEADER) RECORD(CURLOPT_WRITEFUNCTION)
+    RECORD(CURLOPT_WRITEDATA) RECORD(CURLOPT_HEADERFUNCTION) RECORD(CURLOPT_HEADERDATA)
+    RECORD(CURLOPT_FAILONERROR) RECORD(CURLOPT_HEADER) RECORD(CURLOPT_ERRORBUFFER)
+    RECORD(CURLOPT_CAINFO) RECORD(CURLOPT_CAPATH) RECORD(CURLOPT_PROXY)
+    RECORD(CURLOPT_NOPROXY) RECORD(CURLOPT_READFUNCTION) RECORD(CURLOPT_READDATA)
+    RECORD(CURLOPT_SEEKFUNCTION) RECORD(CURLOPT_SEEKDATA) RECORD(CURLOPT_IOCTLFUNCTION)
+    RECORD(CURLOPT_IOCTLDATA) RECORD(CURLOPT_INFILESIZE) RECORD(CURLOPT_INFILESIZE_LARGE)
+    RECORD(CURLOPT_CURLU) RECORD(CURLOPT_TIMEOUT) RECORD(CURLOPT_TIMEOUT_MS)
+    RECORD(CURLOPT_NOPROGRESS) RECORD(CURLOPT_XFERINFOFUNCTION)
+    RECORD(CURLOPT_PROGRESSFUNCTION) RECORD(CURLOPT_XFERINFODATA) RECORD(CURLOPT_RESOLVE)
+    SHIM_CRED_OPTIONS(CRED)
+};
+#undef CRED
+#undef RECORD
+#undef SLOT
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
-    struct shim_cred_update cred = {0};
+    struct shim_cred_update cred;
     struct entry *e;
+    int kind = shim_handles_wants(opt), locked = 0;
 
-    if (!h || !wanted(opt))
+    if (!h || !kind)
         return;
-    if (!interesting(opt) && shim_identity_is_option(opt))
+    if (kind == SHIM_OPT_CRED)
         shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
-    pthread_once(&atfork_once, register_atfork);
-    pthread_mutex_lock(&lock);
-    e = find(h);
-    if (!e && create)
-        e = insert(h, f);
-    if (e) {
-        apply(e, opt, v);
-        shim_identity_apply(&e->creds, &cred);
+    if (h == last_h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last_gen) {
+        e = last_e;
+    } else {
+        pthread_mutex_lock(&lock);
+        locked = 1;
+        e = find(h);
+        if (!e && create)
+            e = insert(h, f);
+        if (e) {
+            last_h = h;
+            last_e = e;
+            last_gen = gen;
+        }
     }
-    pthread_mutex_unlock(&lock);
+    if (e && kind == SHIM_OPT_CRED)
+        shim_identity_apply(&e->creds, &cred);
+    else if (e)
+        apply(e, opt, v);
+    if (locked)
+        pthread_mutex_unlock(&lock);
 }
 
 static size_t body_len(const struct entry *e)
@@ -673,6 +685,7 @@ int shim_handles_set_answer(CURL *h, const struct shim_answer_info *a)
     e->ans.info.effective_url = e->ans.effective_url;
     e->ans.info.scheme = e->ans.scheme;
     e->ans.active = 1;
+    __atomic_store_n(&nanswers, nanswers + 1, __ATOMIC_RELEASE);
 out:
     pthread_mutex_unlock(&lock);
     return rc;
@@ -695,7 +708,7 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
     const struct shim_answer_info *a;
     int hit = 1;
 
-    if (!out)
+    if (!out || !__atomic_load_n(&nanswers, __ATOMIC_ACQUIRE))
         return 0;
     pthread_mutex_lock(&lock);
     e = find(h);

@@ -6,7 +6,10 @@
  * The table also holds the answer of a synthetic
  * transfer so curl_easy_getinfo can report it. State follows
  * curl_easy_reset, curl_easy_duphandle and curl_easy_cleanup; one mutex
- * guards the whole table and is never held while calling out.
+ * guards the whole table and is never held while calling out. Options
+ * codeshim does not record cost the setopt wrapper one table load
+ * (shim_handles_wants); a run of recorded options on one handle finds its
+ * entry without the lock (handles.c).
  *
  * Memory the program gave libcurl (POSTFIELDS, HTTPHEADER lists, userdata,
  * ERRORBUFFER) is borrowed, never freed or written except ERRORBUFFER on a
@@ -20,6 +23,7 @@
 
 #include <curl/curl.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum shim_method {
     SHIM_METHOD_GET = 0,
@@ -115,6 +119,21 @@ struct shim_answer_info {
     curl_off_t content_length; /* the answer's Content-Length, -1: none (SSE) */
     char method[16];        /* the request's, for CURLINFO_EFFECTIVE_METHOD */
 };
+
+/* Whether codeshim records option opt: 0 (most options a program sets:
+ * the setopt wrapper then does nothing more), SHIM_OPT_RECORD or
+ * SHIM_OPT_CRED (a credential, kept as a digest). One load from a
+ * constant table and one compare (handles.c says how it is laid out). */
+#define SHIM_OPT_SLOTS 1024
+#define SHIM_OPT_SLOT(o) (((unsigned)(o) ^ (unsigned)(o) >> 10) & (SHIM_OPT_SLOTS - 1))
+enum { SHIM_OPT_RECORD = 1, SHIM_OPT_CRED = 2 };
+extern const uint32_t shim_handles_opt[SHIM_OPT_SLOTS];
+static inline int shim_handles_wants(CURLoption opt)
+{
+    uint32_t e = shim_handles_opt[SHIM_OPT_SLOT(opt)];
+
+    return e >> 2 == (uint32_t)opt ? (int)(e & 3) : 0;
+}
 
 /* Records option opt for h if it is one codeshim needs. create=0 records
  * only for a handle already in the table (used while the guard is up). */

@@ -45,7 +45,28 @@ struct shim_creds {
  * "Authorization: Bearer", "api-key", "x-api-key" or XOAUTH2_BEARER. */
 void shim_identity_key(const char *api_key, char out[SHIM_IDENTITY_SIZE]);
 
-/* 1 when opt carries a credential (handles.c records it), else 0. */
+/* The options that carry a credential: X(option, slot, second slot (the
+ * part after ':' of "user:password", else -1), is a struct curl_blob).
+ * identity.c's table and handles.c's table of recorded options are made
+ * from this one list. */
+#define SHIM_CRED_OPTIONS(X)                                                   \
+    X(CURLOPT_XOAUTH2_BEARER, SHIM_CRED_XOAUTH2, -1, 0)                         \
+    X(CURLOPT_USERPWD, SHIM_CRED_USER, SHIM_CRED_PASSWORD, 0)                   \
+    X(CURLOPT_USERNAME, SHIM_CRED_USER, -1, 0)                                  \
+    X(CURLOPT_PASSWORD, SHIM_CRED_PASSWORD, -1, 0)                              \
+    X(CURLOPT_COOKIE, SHIM_CRED_COOKIE, -1, 0)                                  \
+    X(CURLOPT_PROXYUSERPWD, SHIM_CRED_PROXY_USER, SHIM_CRED_PROXY_PASSWORD, 0)  \
+    X(CURLOPT_PROXYUSERNAME, SHIM_CRED_PROXY_USER, -1, 0)                       \
+    X(CURLOPT_PROXYPASSWORD, SHIM_CRED_PROXY_PASSWORD, -1, 0)                   \
+    X(CURLOPT_SSLCERT, SHIM_CRED_SSLCERT, -1, 0)                                \
+    X(CURLOPT_SSLCERT_BLOB, SHIM_CRED_SSLCERT, -1, 1)                           \
+    X(CURLOPT_SSLKEY, SHIM_CRED_SSLKEY, -1, 0)                                  \
+    X(CURLOPT_SSLKEY_BLOB, SHIM_CRED_SSLKEY, -1, 1)                             \
+    X(CURLOPT_KEYPASSWD, SHIM_CRED_KEYPASSWD, -1, 0)                            \
+    X(CURLOPT_TLSAUTH_USERNAME, SHIM_CRED_TLSAUTH_USER, -1, 0)                  \
+    X(CURLOPT_TLSAUTH_PASSWORD, SHIM_CRED_TLSAUTH_PASSWORD, -1, 0)
+
+/* 1 when opt carries a credential (one of SHIM_CRED_OPTIONS), else 0. */
 int shim_identity_is_option(CURLoption opt);
 /* What setting option opt to arg (a string, or a struct curl_blob * for
  * the _BLOB options; NULL clears) changes in a shim_creds: the digests of

@@ -88,33 +88,82 @@ WRAPPER CURL *w_init(enum shim_flavor f, int in)
     return h;
 }
 
-/* Re-packs the one variadic argument by the option's type range, exactly as
- * libcurl's own setopt reads it, records it, and forwards it. */
-WRAPPER CURLcode w_setopt(enum shim_flavor f, int in, CURL *h, CURLoption o, va_list ap)
+/* curl_easy_setopt forwards the option and records it when it is one
+ * codeshim needs (handles.h). Most options a program sets are not: those
+ * go straight to libcurl, without the guard, the disabled check or the
+ * table, since libcurl's setopt calls nothing of libcurl's public API (a
+ * callback of the program's it runs, a share's lock, is the program's
+ * call either way). */
+/* The one argument after the option. On x86-64 (SysV) and arm64 (AAPCS64
+ * as Linux uses it) a variadic argument of any of setopt's types (long,
+ * pointer, function pointer, curl_off_t) travels in the same register as
+ * a named 64-bit integer would: there the entry point takes it as one
+ * (no va_list to set up) and an option codeshim does not record is
+ * forwarded as it came, in a tail call, bit for bit what libcurl would
+ * have read. Elsewhere it is read with va_arg by the option's type range,
+ * exactly as libcurl's own setopt reads it. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define SETOPT_ONE_REGISTER 1
+#define SETOPT_PARAM uint64_t arg
+#define SETOPT_GET(o, v) ((v).off = (curl_off_t)arg)
+#define SETOPT_FORWARD(api, h, o, v) (api)->easy_setopt(h, o, arg)
+_Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) == 8,
+               "setopt's argument types are one 64-bit register");
+#else
+#define SETOPT_PARAM ...
+#define SETOPT_GET(o, v)                                                       \
+    do {                                                                       \
+        va_list ap;                                                            \
+        va_start(ap, o);                                                       \
+        if ((o) < CURLOPTTYPE_OBJECTPOINT)                                     \
+            (v).l = va_arg(ap, long);                                          \
+        else if ((o) < CURLOPTTYPE_FUNCTIONPOINT)                              \
+            (v).p = va_arg(ap, void *);                                        \
+        else if ((o) < CURLOPTTYPE_OFF_T)                                      \
+            (v).fn = va_arg(ap, void (*)(void));                               \
+        else if ((o) < CURLOPTTYPE_BLOB)                                       \
+            (v).off = va_arg(ap, curl_off_t);                                  \
+        else                                                                   \
+            (v).p = va_arg(ap, void *); /* struct curl_blob * */               \
+        va_end(ap);                                                            \
+    } while (0)
+#define SETOPT_FORWARD(api, h, o, v) real_setopt(api, h, o, v)
+#endif
+
+static inline CURLcode real_setopt(const struct shim_curl_api *api, CURL *h, CURLoption o,
+                                   union shim_optval v)
+{
+#ifdef SETOPT_ONE_REGISTER
+    (void)o;
+    return api->easy_setopt(h, o, v.off); /* the same register whatever the type */
+#else
+    if (o < CURLOPTTYPE_OBJECTPOINT)
+        return api->easy_setopt(h, o, v.l);
+    if (o < CURLOPTTYPE_FUNCTIONPOINT)
+        return api->easy_setopt(h, o, v.p);
+    if (o < CURLOPTTYPE_OFF_T)
+        return api->easy_setopt(h, o, v.fn);
+    if (o < CURLOPTTYPE_BLOB)
+        return api->easy_setopt(h, o, v.off);
+    return api->easy_setopt(h, o, v.p);
+#endif
+}
+
+/* Not yet bound, or an option codeshim records: forwarded with the guard
+ * up, then recorded (for a handle libcurl made itself, only when already
+ * known). Out of line: the entry point's fast path saves no registers. */
+static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, int in, CURL *h,
+                                                        CURLoption o, union shim_optval v)
 {
     const struct shim_curl_api *api = shim_real(f);
-    union shim_optval v;
     CURLcode rc;
 
     if (!api)
         return CURLE_FAILED_INIT;
+    if (!shim_handles_wants(o))
+        return real_setopt(api, h, o, v);
     shim_guard_enter();
-    if (o < CURLOPTTYPE_OBJECTPOINT) {
-        v.l = va_arg(ap, long);
-        rc = api->easy_setopt(h, o, v.l);
-    } else if (o < CURLOPTTYPE_FUNCTIONPOINT) {
-        v.p = va_arg(ap, void *);
-        rc = api->easy_setopt(h, o, v.p);
-    } else if (o < CURLOPTTYPE_OFF_T) {
-        v.fn = va_arg(ap, void (*)(void));
-        rc = api->easy_setopt(h, o, v.fn);
-    } else if (o < CURLOPTTYPE_BLOB) {
-        v.off = va_arg(ap, curl_off_t);
-        rc = api->easy_setopt(h, o, v.off);
-    } else {
-        v.p = va_arg(ap, void *); /* struct curl_blob * */
-        rc = api->easy_setopt(h, o, v.p);
-    }
+    rc = real_setopt(api, h, o, v);
     shim_guard_leave();
     if (rc == CURLE_OK && !disabled())
         shim_handles_record(h, f, o, v, !in);
@@ -416,183 +465,165 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
 
 #define MULTI_WRAPPERS(tag, F, VER)                                            \
     EXPORT __attribute__((symver("curl_multi_add_handle" VER))) CURLMcode      \
-        tag##_madd(CURLM *m, CURL *e)                                          \
+        tag##_multi_add_handle(CURLM *m, CURL *e)                              \
     {                                                                          \
         INNER(F, multi_add_handle, (m, e));                                    \
-        return w_madd(F, FROM_LIBCURL(F), m, e);                                                \
+        return w_madd(F, FROM_LIBCURL(F), m, e);                               \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_remove_handle" VER))) CURLMcode   \
-        tag##_mremove(CURLM *m, CURL *e)                                       \
+        tag##_multi_remove_handle(CURLM *m, CURL *e)                           \
     {                                                                          \
         INNER(F, multi_remove_handle, (m, e));                                 \
-        return w_mremove(F, FROM_LIBCURL(F), m, e);                                             \
+        return w_mremove(F, FROM_LIBCURL(F), m, e);                            \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_perform" VER))) CURLMcode         \
-        tag##_mperform(CURLM *m, int *r)                                       \
+        tag##_multi_perform(CURLM *m, int *r)                                  \
     {                                                                          \
         INNER(F, multi_perform, (m, r));                                       \
-        return w_mperform(F, FROM_LIBCURL(F), m, r);                                            \
+        return w_mperform(F, FROM_LIBCURL(F), m, r);                           \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket_action" VER))) CURLMcode   \
-        tag##_msocket_action(CURLM *m, curl_socket_t s, int ev, int *r)        \
+        tag##_multi_socket_action(CURLM *m, curl_socket_t s, int ev, int *r)   \
     {                                                                          \
         INNER(F, multi_socket_action, (m, s, ev, r));                          \
-        return w_msocket(F, FROM_LIBCURL(F), m, s, ev, r);                                      \
+        return w_msocket(F, FROM_LIBCURL(F), m, s, ev, r);                     \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket" VER))) CURLMcode          \
-        tag##_msocket(CURLM *m, curl_socket_t s, int *r)                       \
+        tag##_multi_socket(CURLM *m, curl_socket_t s, int *r)                  \
     {                                                                          \
         INNER(F, multi_socket_action, (m, s, 0, r));                           \
-        return w_msocket(F, FROM_LIBCURL(F), m, s, 0, r);                                       \
+        return w_msocket(F, FROM_LIBCURL(F), m, s, 0, r);                      \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_socket_all" VER))) CURLMcode      \
-        tag##_msocket_all(CURLM *m, int *r)                                    \
+        tag##_multi_socket_all(CURLM *m, int *r)                               \
     {                                                                          \
         INNER(F, multi_socket_all, (m, r));                                    \
-        return w_msocket_all(F, FROM_LIBCURL(F), m, r);                                         \
+        return w_msocket_all(F, FROM_LIBCURL(F), m, r);                        \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_wait" VER))) CURLMcode            \
-        tag##_mwait(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
+        tag##_multi_wait(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms, \
                     int *ret)                                                  \
     {                                                                          \
         INNER(F, multi_wait, (m, x, n, ms, ret));                              \
-        return w_mwait(F, FROM_LIBCURL(F), m, x, n, ms, ret, 0);                                \
+        return w_mwait(F, FROM_LIBCURL(F), m, x, n, ms, ret, 0);               \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_poll" VER))) CURLMcode            \
-        tag##_mpoll(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms,   \
+        tag##_multi_poll(CURLM *m, struct curl_waitfd *x, unsigned int n, int ms, \
                     int *ret)                                                  \
     {                                                                          \
         INNER(F, multi_poll, (m, x, n, ms, ret));                              \
-        return w_mwait(F, FROM_LIBCURL(F), m, x, n, ms, ret, 1);                                \
+        return w_mwait(F, FROM_LIBCURL(F), m, x, n, ms, ret, 1);               \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_fdset" VER))) CURLMcode           \
-        tag##_mfdset(CURLM *m, fd_set *r, fd_set *w, fd_set *x, int *mx)       \
+        tag##_multi_fdset(CURLM *m, fd_set *r, fd_set *w, fd_set *x, int *mx)  \
     {                                                                          \
         INNER(F, multi_fdset, (m, r, w, x, mx));                               \
-        return w_mfdset(F, FROM_LIBCURL(F), m, r, w, x, mx);                                    \
+        return w_mfdset(F, FROM_LIBCURL(F), m, r, w, x, mx);                   \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_timeout" VER))) CURLMcode         \
-        tag##_mtimeout(CURLM *m, long *ms)                                     \
+        tag##_multi_timeout(CURLM *m, long *ms)                                \
     {                                                                          \
         INNER(F, multi_timeout, (m, ms));                                      \
-        return w_mtimeout(F, FROM_LIBCURL(F), m, ms);                                           \
+        return w_mtimeout(F, FROM_LIBCURL(F), m, ms);                          \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_info_read" VER))) CURLMsg *       \
-        tag##_minfo(CURLM *m, int *left)                                       \
+        tag##_multi_info_read(CURLM *m, int *left)                             \
     {                                                                          \
         INNER(F, multi_info_read, (m, left));                                  \
-        return w_minfo(F, FROM_LIBCURL(F), m, left);                                            \
+        return w_minfo(F, FROM_LIBCURL(F), m, left);                           \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_setopt" VER))) CURLMcode          \
-        tag##_msetopt(CURLM *m, CURLMoption o, ...)                            \
+        tag##_multi_setopt(CURLM *m, CURLMoption o, ...)                       \
     {                                                                          \
         va_list ap;                                                            \
         CURLMcode rc;                                                          \
         va_start(ap, o);                                                       \
-        rc = w_msetopt(F, FROM_LIBCURL(F), m, o, ap);                                           \
+        rc = w_msetopt(F, FROM_LIBCURL(F), m, o, ap);                          \
         va_end(ap);                                                            \
         return rc;                                                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_assign" VER))) CURLMcode          \
-        tag##_massign(CURLM *m, curl_socket_t s, void *p)                      \
+        tag##_multi_assign(CURLM *m, curl_socket_t s, void *p)                 \
     {                                                                          \
         INNER(F, multi_assign, (m, s, p));                                     \
-        return w_massign(F, FROM_LIBCURL(F), m, s, p);                                          \
+        return w_massign(F, FROM_LIBCURL(F), m, s, p);                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_cleanup" VER))) CURLMcode         \
-        tag##_mcleanup(CURLM *m)                                               \
+        tag##_multi_cleanup(CURLM *m)                                          \
     {                                                                          \
         INNER(F, multi_cleanup, (m));                                          \
-        return w_mcleanup(F, FROM_LIBCURL(F), m);                                               \
+        return w_mcleanup(F, FROM_LIBCURL(F), m);                              \
     }
 
-#define MULTI_PROTOS(tag)                                                      \
-    CURLMcode tag##_madd(CURLM *, CURL *);                                     \
-    CURLMcode tag##_mremove(CURLM *, CURL *);                                  \
-    CURLMcode tag##_mperform(CURLM *, int *);                                  \
-    CURLMcode tag##_msocket_action(CURLM *, curl_socket_t, int, int *);        \
-    CURLMcode tag##_msocket(CURLM *, curl_socket_t, int *);                    \
-    CURLMcode tag##_msocket_all(CURLM *, int *);                               \
-    CURLMcode tag##_mwait(CURLM *, struct curl_waitfd *, unsigned int, int, int *); \
-    CURLMcode tag##_mpoll(CURLM *, struct curl_waitfd *, unsigned int, int, int *); \
-    CURLMcode tag##_mfdset(CURLM *, fd_set *, fd_set *, fd_set *, int *);      \
-    CURLMcode tag##_mtimeout(CURLM *, long *);                                 \
-    CURLMsg *tag##_minfo(CURLM *, int *);                                      \
-    CURLMcode tag##_msetopt(CURLM *, CURLMoption, ...);                        \
-    CURLMcode tag##_massign(CURLM *, curl_socket_t, void *);                   \
-    CURLMcode tag##_mcleanup(CURLM *);
-
 #define WRAPPERS(tag, F, VER)                                                  \
-    EXPORT __attribute__((symver("curl_easy_init" VER))) CURL *tag##_init(void) \
+    EXPORT __attribute__((symver("curl_easy_init" VER))) CURL *tag##_easy_init(void) \
     {                                                                          \
-        return w_init(F, FROM_LIBCURL(F));                                                      \
+        return w_init(F, FROM_LIBCURL(F));                                     \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_setopt" VER))) CURLcode            \
-        tag##_setopt(CURL *h, CURLoption o, ...)                               \
+        tag##_easy_setopt(CURL *h, CURLoption o, SETOPT_PARAM)                 \
     {                                                                          \
-        va_list ap;                                                            \
-        CURLcode rc;                                                           \
-        va_start(ap, o);                                                       \
-        rc = w_setopt(F, FROM_LIBCURL(F), h, o, ap);                                            \
-        va_end(ap);                                                            \
-        return rc;                                                             \
+        const struct shim_curl_api *api =                                      \
+            __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE);            \
+        union shim_optval v;                                                   \
+        SETOPT_GET(o, v);                                                      \
+        if (api && !shim_handles_wants(o))                                     \
+            return SETOPT_FORWARD(api, h, o, v);                               \
+        return w_setopt_slow(F, FROM_LIBCURL(F), h, o, v);                     \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_perform" VER))) CURLcode           \
-        tag##_perform(CURL *h)                                                 \
+        tag##_easy_perform(CURL *h)                                            \
     {                                                                          \
-        return w_perform(F, FROM_LIBCURL(F), h);                                                \
+        return w_perform(F, FROM_LIBCURL(F), h);                               \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_getinfo" VER))) CURLcode           \
-        tag##_getinfo(CURL *h, CURLINFO i, ...)                                \
+        tag##_easy_getinfo(CURL *h, CURLINFO i, ...)                           \
     {                                                                          \
         va_list ap;                                                            \
         CURLcode rc;                                                           \
         va_start(ap, i);                                                       \
-        rc = w_getinfo(F, FROM_LIBCURL(F), h, i, ap);                                           \
+        rc = w_getinfo(F, FROM_LIBCURL(F), h, i, ap);                          \
         va_end(ap);                                                            \
         return rc;                                                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_cleanup" VER))) void               \
-        tag##_cleanup(CURL *h)                                                 \
+        tag##_easy_cleanup(CURL *h)                                            \
     {                                                                          \
-        w_cleanup(F, FROM_LIBCURL(F), h);                                                       \
+        w_cleanup(F, FROM_LIBCURL(F), h);                                      \
     }                                                                          \
-    EXPORT __attribute__((symver("curl_easy_reset" VER))) void tag##_reset(    \
+    EXPORT __attribute__((symver("curl_easy_reset" VER))) void tag##_easy_reset( \
         CURL *h)                                                               \
     {                                                                          \
-        w_reset(F, FROM_LIBCURL(F), h);                                                         \
+        w_reset(F, FROM_LIBCURL(F), h);                                        \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_duphandle" VER))) CURL *           \
-        tag##_duphandle(CURL *h)                                               \
+        tag##_easy_duphandle(CURL *h)                                          \
     {                                                                          \
         return w_duphandle(F, FROM_LIBCURL(F), h);                             \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_pause" VER))) CURLcode             \
-        tag##_pause(CURL *h, int bits)                                         \
+        tag##_easy_pause(CURL *h, int bits)                                    \
     {                                                                          \
         return w_pause(F, FROM_LIBCURL(F), h, bits);                           \
     }
 
-/* The prototypes keep -Wmissing-prototypes quiet for the aliases. */
-#define PROTOS(tag)                                                            \
-    CURL *tag##_init(void);                                                    \
-    CURLcode tag##_setopt(CURL *, CURLoption, ...);                            \
-    CURLcode tag##_perform(CURL *);                                            \
-    CURLcode tag##_getinfo(CURL *, CURLINFO, ...);                             \
-    void tag##_cleanup(CURL *);                                                \
-    void tag##_reset(CURL *);                                                  \
-    CURL *tag##_duphandle(CURL *);                                             \
-    CURLcode tag##_pause(CURL *, int);
-
-PROTOS(shim_openssl)
-PROTOS(shim_gnutls)
-PROTOS(shim_nss)
+/* The wrappers' prototypes (they keep -Wmissing-prototypes quiet for the
+ * aliases), one per function of symbols.h and flavour: tag_field. */
+#undef SHIM_SETOPT_ARG
+#define SHIM_SETOPT_ARG SETOPT_PARAM
+#define PROTO(tag, field, ret, params) ret tag##_##field params;
+#define PROTO_OPENSSL(name, field, ret, params) PROTO(shim_openssl, field, ret, params)
+#define PROTO_GNUTLS(name, field, ret, params) PROTO(shim_gnutls, field, ret, params)
+#define PROTO_NSS(name, field, ret, params) PROTO(shim_nss, field, ret, params)
+SHIM_EASY_SYMBOLS(PROTO_OPENSSL)
+SHIM_EASY_SYMBOLS(PROTO_GNUTLS)
+SHIM_EASY_SYMBOLS(PROTO_NSS)
+SHIM_MULTI_SYMBOLS(PROTO_OPENSSL)
+SHIM_MULTI_SYMBOLS(PROTO_GNUTLS)
+SHIM_MULTI_SYMBOLS(PROTO_NSS)
 WRAPPERS(shim_openssl, SHIM_FLAVOR_OPENSSL, "@@CURL_OPENSSL_4")
 WRAPPERS(shim_gnutls, SHIM_FLAVOR_GNUTLS, "@CURL_GNUTLS_3")
 WRAPPERS(shim_nss, SHIM_FLAVOR_NSS, "@CURL_NSS_3")
-MULTI_PROTOS(shim_openssl)
-MULTI_PROTOS(shim_gnutls)
-MULTI_PROTOS(shim_nss)
 MULTI_WRAPPERS(shim_openssl, SHIM_FLAVOR_OPENSSL, "@@CURL_OPENSSL_4")
 MULTI_WRAPPERS(shim_gnutls, SHIM_FLAVOR_GNUTLS, "@CURL_GNUTLS_3")
 MULTI_WRAPPERS(shim_nss, SHIM_FLAVOR_NSS, "@CURL_NSS_3")

@@ -105,19 +105,9 @@ static void *lookup(enum shim_flavor f, const char *name)
 
 static void bind_multi(enum shim_flavor f, struct shim_curl_api *a)
 {
-    BIND_OPT(multi_add_handle, "curl_multi_add_handle");
-    BIND_OPT(multi_remove_handle, "curl_multi_remove_handle");
-    BIND_OPT(multi_perform, "curl_multi_perform");
-    BIND_OPT(multi_socket_action, "curl_multi_socket_action");
-    BIND_OPT(multi_socket_all, "curl_multi_socket_all");
-    BIND_OPT(multi_wait, "curl_multi_wait");
-    BIND_OPT(multi_poll, "curl_multi_poll");
-    BIND_OPT(multi_fdset, "curl_multi_fdset");
-    BIND_OPT(multi_timeout, "curl_multi_timeout");
-    BIND_OPT(multi_info_read, "curl_multi_info_read");
-    BIND_OPT(multi_setopt, "curl_multi_setopt");
-    BIND_OPT(multi_assign, "curl_multi_assign");
-    BIND_OPT(multi_cleanup, "curl_multi_cleanup");
+#define BIND_MULTI(name, field, ret, params) BIND_OPT(field, #name);
+    SHIM_MULTI_SYMBOLS(BIND_MULTI)
+#undef BIND_MULTI
     BIND_OPT(url_get, "curl_url_get");
     BIND_OPT(url, "curl_url");
     BIND_OPT(url_set, "curl_url_set");
@@ -181,14 +171,9 @@ static void bind_flavor(enum shim_flavor f)
     const char *missing = NULL;
 
     a->flavor = f;
-    BIND(easy_init, "curl_easy_init");
-    BIND(easy_setopt, "curl_easy_setopt");
-    BIND(easy_perform, "curl_easy_perform");
-    BIND(easy_getinfo, "curl_easy_getinfo");
-    BIND(easy_cleanup, "curl_easy_cleanup");
-    BIND(easy_reset, "curl_easy_reset");
-    BIND(easy_duphandle, "curl_easy_duphandle");
-    BIND(easy_pause, "curl_easy_pause");
+#define BIND_EASY(name, field, ret, params) BIND(field, #name);
+    SHIM_EASY_SYMBOLS(BIND_EASY)
+#undef BIND_EASY
     BIND(slist_append, "curl_slist_append");
     BIND(slist_free_all, "curl_slist_free_all");
     bind_multi(f, a);

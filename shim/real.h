@@ -11,6 +11,8 @@
 #ifndef SHIM_REAL_H
 #define SHIM_REAL_H
 
+#include "symbols.h"
+
 #include <curl/curl.h>
 #include <stdint.h>
 
@@ -23,31 +25,15 @@ enum shim_flavor {
 
 struct shim_curl_api {
     enum shim_flavor flavor;
-    CURL *(*easy_init)(void);
-    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-    CURLcode (*easy_perform)(CURL *);
-    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-    void (*easy_cleanup)(CURL *);
-    void (*easy_reset)(CURL *);
-    CURL *(*easy_duphandle)(CURL *);
-    CURLcode (*easy_pause)(CURL *, int);
+    /* the interposed functions (symbols.h), each under its own name */
+#define SHIM_REAL_FIELD(name, field, ret, params) ret(*field) params;
+    SHIM_EASY_SYMBOLS(SHIM_REAL_FIELD)
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
     /* The multi interface (multi.h). Bound when present: a libcurl
      * without one of them leaves it NULL and the easy API still works. */
-    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
-    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
-    CURLMcode (*multi_perform)(CURLM *, int *);
-    CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
-    CURLMcode (*multi_socket_all)(CURLM *, int *);
-    CURLMcode (*multi_wait)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
-    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
-    CURLMcode (*multi_fdset)(CURLM *, fd_set *, fd_set *, fd_set *, int *);
-    CURLMcode (*multi_timeout)(CURLM *, long *);
-    CURLMsg *(*multi_info_read)(CURLM *, int *);
-    CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
-    CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
-    CURLMcode (*multi_cleanup)(CURLM *);
+    SHIM_MULTI_SYMBOLS(SHIM_REAL_FIELD)
+#undef SHIM_REAL_FIELD
     /* CURLOPT_CURLU's URL (handles.c); NULL in a libcurl without them */
     CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
     /* url.c's parser and escapes; NULL in a libcurl without them */

@@ -121,6 +121,8 @@ ending in one terminal event; Chat: chunks, a usage chunk when ``stream_options.
 ``[DONE]``). Texts and function-call arguments are cut into pieces of
 1, 2, 3, 5, 1, 2, 3, 5... characters (so escapes such as ``\n`` and
 ``\ud83d\ude00`` in the arguments' JSON text are split), one delta each.
+``X-Fake-Delay: S`` sleeps S seconds before a model-mode answer (a model
+that takes S seconds to think; make bench's concurrency row).
 ``X-Fake-Stream-Delay: S`` sleeps S seconds before every event after the
 first. Each event is logged when written: ``srv.sent_events()`` lists
 ``{"rid", "i", "n", "t", "type"}`` (t = time.monotonic() right after the
@@ -705,6 +707,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, error_body(400, e.message, e.param, e.code), rid=rid)
         if slow:
             time.sleep(SLOW_DELAY)
+        think = headers.get("x-fake-delay")
+        if think:
+            try:
+                time.sleep(min(max(float(think), 0.0), 60.0))
+            except ValueError:
+                pass
         if stream:
             usage = ((body.get("stream_options") or {}).get("include_usage") is True)
             evs = responses_events(out) if is_resp else chat_events(out, usage)
@@ -765,6 +773,7 @@ class _TCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
+    request_queue_size = 128  # many clients at once (make bench's concurrency row)
 
     def handle_error(self, request, client_address):
         # A client that hangs up mid-answer (timeouts, aborted transfers) is

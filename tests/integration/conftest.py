@@ -35,7 +35,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LIB = REPO / "build" / "libcodeshim.so"
+# make tsan runs tests against another build of the library: it names it
+# in CODESHIM_TEST_LIB, what must be preloaded before it (the sanitizer's
+# runtime) in CODESHIM_TEST_PRELOAD, and its TSAN_OPTIONS pass through.
+LIB = Path(os.environ.get("CODESHIM_TEST_LIB") or REPO / "build" / "libcodeshim.so")
+PRELOAD_FIRST = os.environ.get("CODESHIM_TEST_PRELOAD", "")
 PYTHON = "/usr/bin/python3"
 
 for _d in (REPO / "tests" / "fakes", REPO / "tests" / "tools"):
@@ -122,8 +126,10 @@ def clean_env(env=None, preload=True, home=None):
     if home is not None:
         e["HOME"] = str(home)
     if preload:
-        e["LD_PRELOAD"] = str(LIB)
+        e["LD_PRELOAD"] = (PRELOAD_FIRST + " " + str(LIB)).strip()
         e["CODESHIM_RUNTIME_DIR"] = str(RUNTIME_DIR)
+        if "TSAN_OPTIONS" in os.environ:
+            e["TSAN_OPTIONS"] = os.environ["TSAN_OPTIONS"]
     for k, v in (env or {}).items():
         if v is None:
             e.pop(k, None)

@@ -1,18 +1,27 @@
 #!/bin/sh
-# Fails unless the library exports exactly the interposed symbols: every
-# other export would interpose on the host program (DESIGN: exports).
+# check_exports.sh LIB [SYMBOLS_H]: fails unless LIB exports exactly the
+# interposed functions listed in SYMBOLS_H (shim/symbols.h, read through
+# the C preprocessor, $CC or cc) plus dlopen, each curl one once per
+# libcurl build version: every other export would interpose on the host
+# program.
 set -eu
 lib=${1:-build/libcodeshim.so}
-expected="curl_easy_cleanup curl_easy_duphandle curl_easy_getinfo curl_easy_init curl_easy_pause curl_easy_perform curl_easy_reset curl_easy_setopt curl_multi_add_handle curl_multi_assign curl_multi_cleanup curl_multi_fdset curl_multi_info_read curl_multi_perform curl_multi_poll curl_multi_remove_handle curl_multi_setopt curl_multi_socket curl_multi_socket_action curl_multi_socket_all curl_multi_timeout curl_multi_wait dlopen"
+list=${2:-shim/symbols.h}
+names=$(printf '#include "%s"\n#define NAME(name, field, ret, params) name\nSHIM_EASY_SYMBOLS(NAME) SHIM_MULTI_SYMBOLS(NAME)\n' \
+            "$(cd "$(dirname "$list")" && pwd)/$(basename "$list")" |
+        ${CC:-cc} -E -P -x c - | tr ' ' '\n' | grep . | sort -u)
+[ -n "$names" ] || { echo "exports: FAIL: no symbols in $list"; exit 1; }
+expected=$(printf '%s\ndlopen\n' "$names" | sort -u | tr '\n' ' ' | sed 's/ $//')
 got=$(nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort -u | tr '\n' ' ' | sed 's/ $//')
 if [ "$got" != "$expected" ]; then
     echo "exports: FAIL"; echo "  expected: $expected"; echo "  got:      $got"; exit 1
 fi
-# each curl wrapper must exist once per libcurl build
+# each curl wrapper exists once per libcurl build, under its version
+table=$(objdump -T "$lib")
 for v in CURL_OPENSSL_4 CURL_GNUTLS_3 CURL_NSS_3; do
-    n=$(objdump -T "$lib" | grep -cE "[ (]$v\)? +curl_easy_" || true)
-    [ "$n" -ge 7 ] || { echo "exports: FAIL: $n symbols versioned $v"; exit 1; }
-    n=$(objdump -T "$lib" | grep -cE "[ (]$v\)? +curl_multi_" || true)
-    [ "$n" -ge 14 ] || { echo "exports: FAIL: $n multi symbols versioned $v"; exit 1; }
+    for n in $names; do
+        c=$(printf '%s\n' "$table" | grep -cE "[ (]$v\)? +$n\$" || true)
+        [ "$c" = 1 ] || { echo "exports: FAIL: $n versioned $v $c times"; exit 1; }
+    done
 done
 echo "exports: ok ($got)"

@@ -1064,6 +1064,71 @@ static void limits_are_recorded(void **state)
     shim_handles_forget(H(0x7200));
 }
 
+/* A run of setopts on one handle finds its entry without the lock; once
+ * the handle is cleaned up (its entry freed), the next setopt on the same
+ * address (a new handle malloc handed the same memory) starts a fresh
+ * entry instead of writing into the freed one, and one made with
+ * create=0 (libcurl's own handle) records nothing. */
+static void recorded_entry_is_forgotten_with_its_handle(void **state)
+{
+    static const struct curl_slist hdr = {(char *)"X-A: 1", NULL};
+    struct shim_handle_view v;
+    union shim_optval o;
+    size_t base = shim_handles_count();
+    CURL *h = H(0x7000);
+    (void)state;
+
+    rec_p(h, CURLOPT_URL, "http://u/v1/responses");
+    rec_l(h, CURLOPT_POST, 1);
+    shim_handles_forget(h);
+    assert_int_equal(shim_handles_count(), base);
+    o.l = 1;
+    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, CURLOPT_NOBODY, o, 0);
+    assert_int_equal(shim_handles_count(), base);
+    rec_p(h, CURLOPT_HTTPHEADER, &hdr);
+    assert_int_equal(shim_handles_count(), base + 1);
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_null(v.url);
+    assert_int_equal(v.method, SHIM_METHOD_GET);
+    assert_ptr_equal(v.headers, &hdr);
+    shim_handle_view_free(&v);
+    shim_handles_forget(h);
+}
+
+/* The setopt wrappers ask shim_handles_wants before anything else: the
+ * options apply() reads and the credentials are recorded, every other
+ * option (most of what a program sets) is not, whatever its type. */
+static void wants_only_recorded_options(void **state)
+{
+    static const CURLoption recorded[] = {
+        CURLOPT_URL, CURLOPT_POSTFIELDS, CURLOPT_POSTFIELDSIZE_LARGE, CURLOPT_HTTPHEADER,
+        CURLOPT_WRITEFUNCTION, CURLOPT_READDATA, CURLOPT_CURLU, CURLOPT_TIMEOUT_MS,
+        CURLOPT_XFERINFOFUNCTION, CURLOPT_RESOLVE, CURLOPT_INFILESIZE_LARGE};
+    static const CURLoption creds[] = {CURLOPT_USERPWD, CURLOPT_COOKIE, CURLOPT_SSLKEY_BLOB,
+                                       CURLOPT_XOAUTH2_BEARER, CURLOPT_TLSAUTH_PASSWORD};
+    static const CURLoption others[] = {
+        CURLOPT_VERBOSE, CURLOPT_USERAGENT, CURLOPT_SSL_VERIFYPEER, CURLOPT_MAXREDIRS,
+        CURLOPT_DEBUGFUNCTION, CURLOPT_MAX_RECV_SPEED_LARGE, CURLOPT_CAINFO_BLOB,
+        CURLOPT_TCP_KEEPALIVE, CURLOPT_ACCEPT_ENCODING, (CURLoption)-1, (CURLoption)99999,
+        (CURLoption)(CURLOPTTYPE_OBJECTPOINT + 999)};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++)
+        assert_int_equal(shim_handles_wants(recorded[i]), SHIM_OPT_RECORD);
+    for (i = 0; i < sizeof(creds) / sizeof(creds[0]); i++) {
+        assert_int_equal(shim_handles_wants(creds[i]), SHIM_OPT_CRED);
+        assert_true(shim_identity_is_option(creds[i]));
+    }
+    for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        assert_int_equal(shim_handles_wants(others[i]), 0);
+    /* every option the table has is one the recorder acts on */
+    for (i = 0; i < 5 * 1000; i++) {
+        CURLoption o = (CURLoption)((i / 1000) * 10000 + i % 1000);
+        assert_int_equal(shim_handles_wants(o) == SHIM_OPT_CRED, shim_identity_is_option(o));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1086,6 +1151,8 @@ int main(void)
         cmocka_unit_test(begin_read_callback_bodies),
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),
+        cmocka_unit_test(wants_only_recorded_options),
+        cmocka_unit_test(recorded_entry_is_forgotten_with_its_handle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,7 @@ struct entry {
     long failonerror, include_header;
     char *errorbuffer;
     struct shim_handle_limits lim; /* timeout and progress (limits.h) */
+    struct shim_handle_cbs cbs;    /* connection callbacks (handles.h) */
     struct shim_creds creds; /* digests: a credential itself is never kept */
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
@@ -356,6 +357,20 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->net[i] = dup_or_null(v.p);
         break;
     }
+    case CURLOPT_OPENSOCKETFUNCTION: e->cbs.open = (curl_opensocket_callback)v.fn; break;
+    case CURLOPT_OPENSOCKETDATA: e->cbs.open_data = v.p; break;
+    case CURLOPT_SOCKOPTFUNCTION: e->cbs.sockopt = (curl_sockopt_callback)v.fn; break;
+    case CURLOPT_SOCKOPTDATA: e->cbs.sockopt_data = v.p; break;
+    case CURLOPT_CLOSESOCKETFUNCTION: e->cbs.close = (curl_closesocket_callback)v.fn; break;
+    case CURLOPT_CLOSESOCKETDATA: e->cbs.close_data = v.p; break;
+    case CURLOPT_PREREQFUNCTION: e->cbs.prereq = (curl_prereq_callback)v.fn; break;
+    case CURLOPT_PREREQDATA: e->cbs.prereq_data = v.p; break;
+    case CURLOPT_RESOLVER_START_FUNCTION:
+        e->cbs.resolver = (curl_resolver_start_callback)v.fn;
+        break;
+    case CURLOPT_RESOLVER_START_DATA: e->cbs.resolver_data = v.p; break;
+    case CURLOPT_SSL_CTX_FUNCTION: e->cbs.ssl_ctx = (curl_ssl_ctx_callback)v.fn; break;
+    case CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; break;
     case CURLOPT_RESOLVE:
         free(e->net[4]);
         e->net[4] = joined(v.p);
@@ -381,7 +396,11 @@ static int interesting(CURLoption opt)
     case CURLOPT_INFILESIZE: case CURLOPT_INFILESIZE_LARGE: case CURLOPT_CURLU:
     case CURLOPT_TIMEOUT: case CURLOPT_TIMEOUT_MS: case CURLOPT_NOPROGRESS:
     case CURLOPT_XFERINFOFUNCTION: case CURLOPT_PROGRESSFUNCTION: case CURLOPT_XFERINFODATA:
-    case CURLOPT_RESOLVE:
+    case CURLOPT_RESOLVE: case CURLOPT_OPENSOCKETFUNCTION: case CURLOPT_OPENSOCKETDATA:
+    case CURLOPT_SOCKOPTFUNCTION: case CURLOPT_SOCKOPTDATA: case CURLOPT_CLOSESOCKETFUNCTION:
+    case CURLOPT_CLOSESOCKETDATA: case CURLOPT_PREREQFUNCTION: case CURLOPT_PREREQDATA:
+    case CURLOPT_RESOLVER_START_FUNCTION: case CURLOPT_RESOLVER_START_DATA:
+    case CURLOPT_SSL_CTX_FUNCTION: case CURLOPT_SSL_CTX_DATA:
         return 1;
     default:
         return 0;
@@ -613,6 +632,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->include_header = e->include_header;
     out->errorbuffer = e->errorbuffer;
     out->lim = e->lim;
+    out->cbs = e->cbs;
     out->creds = e->creds;
     for (i = 0; i < SHIM_HANDLE_NET; i++)
         if (e->net[i] && !(out->net[i] = strdup(e->net[i])))

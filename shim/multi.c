@@ -17,6 +17,7 @@
 #include "pool.h"
 #include "sink.h"
 #include "sinkq.h"
+#include "xfer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,8 +43,10 @@ struct xfer {
     int gone;                   /* easy cleaned up from a callback */
     int orphan;                 /* forked: its worker is the parent's */
     /* not decided yet: its body is read from the program's read callback
-     * inside the next call that drives the multi handle (resolve) */
+     * inside the next call that drives the multi handle (resolve); or
+     * decided (ij) but its MIME post still to read there */
     int pending;
+    struct shim_intercept_job *ij;
     double t0;                  /* when it was added */
     unsigned long seq;          /* completion order, for info_read */
     CURLMsg msg;
@@ -193,11 +196,15 @@ static void work_run(struct shim_pool_job *pj)
 
     if (!shim_sinkq_stopped(w->q)) { /* removed while it waited: no call */
         shim_sink_queue_into(w->q);
+        shim_xfer_cancel_by(w->q); /* removal stops its calls and executions */
         rc = shim_intercept_answer(w->api, w->ij);
+        shim_xfer_cancel_by(NULL);
         shim_sink_queue_into(NULL);
     }
-    shim_sink_queue_end(w->q, rc);
+    /* its handles closed while the program's close-socket callback may
+     * still be called through the queue, then the end */
     shim_intercept_job_free(w->ij);
+    shim_sink_queue_end(w->q, rc);
     shim_sinkq_unref(w->q);
     free(w);
 }
@@ -220,7 +227,7 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
                        struct shim_intercept_job *ij)
 {
     struct work *w;
-    int err = shim_intercept_detach(api, ij);
+    int err = shim_intercept_detach(api, ij, x->q);
 
     if (err) {
         fail_now(x->q, x->easy, &x->pv, err == -ENOTSUP ? CURLE_FAILED_INIT : CURLE_OUT_OF_MEMORY,
@@ -382,8 +389,12 @@ static void serve_one(struct mstate *st, struct xfer *x)
                        "codeshim: the process forked while this transfer ran; its loop "
                        "stayed with the parent");
         finish(st, x, CURLE_SEND_ERROR);
-    } else if (x->q && shim_sinkq_pending(x->q) && shim_sink_replay(&x->out, x->q, &rc)) {
-        finish(st, x, rc);
+    } else if (x->q && shim_sinkq_pending(x->q)) {
+        /* what it delivered first, then the callback its worker waits on */
+        if (shim_sink_replay(&x->out, x->q, &rc))
+            finish(st, x, rc);
+        else if (!x->gone)
+            shim_sinkq_serve_call(x->q);
     } else if (x->q) {
         progress(st, x);
     }
@@ -426,6 +437,13 @@ static void resolve(struct mstate *st, struct xfer *x)
     CURLMcode rc;
 
     x->pending = 0;
+    if (x->ij) { /* decided: its MIME post is read now */
+        ij = x->ij;
+        x->ij = NULL;
+        if (make_ours(st->api, x, ij) < 0)
+            finish(st, x, CURLE_OUT_OF_MEMORY);
+        return;
+    }
     if (shim_intercept_decide(x->easy, x->t0, 1, &ij) == SHIM_DECIDE_OURS) {
         if (make_ours(st->api, x, ij) < 0)
             finish(st, x, CURLE_OUT_OF_MEMORY);
@@ -496,6 +514,7 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
     release(x);
     unlink_xfer(st, x);
     shim_handle_view_free(&x->pv);
+    shim_intercept_job_free(x->ij);
     free(x);
 }
 
@@ -535,6 +554,9 @@ CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
     x->t0 = t0;
     if (d == SHIM_DECIDE_LATER) {
         x->pending = 1;
+    } else if (shim_intercept_reads_program(ij)) {
+        x->pending = 1;
+        x->ij = ij;
     } else if (make_ours(api, x, ij) < 0) {
         free(x);
         return CURLM_OUT_OF_MEMORY;

@@ -329,7 +329,13 @@ static void finish(struct mstate *st, struct xfer *x, CURLcode rc)
     x->msg.msg = CURLMSG_DONE;
     x->msg.easy_handle = x->easy;
     x->msg.data.result = rc;
+    shim_sink_drop_held(&x->out);
     shim_handle_view_free(&x->pv);
+}
+
+static int recv_paused(const struct xfer *x)
+{
+    return (x->out.paused & CURLPAUSE_RECV) != 0;
 }
 
 /* How long a program waiting on its multi handle may go without a call
@@ -380,7 +386,7 @@ static void serve_one(struct mstate *st, struct xfer *x)
 {
     CURLcode rc;
 
-    if (st->sock_cb && !x->reported && x->fd >= 0) {
+    if (st->sock_cb && !x->reported && x->fd >= 0 && !recv_paused(x)) {
         x->reported = 1;
         tell_socket(st, x, CURL_POLL_IN);
     }
@@ -389,14 +395,22 @@ static void serve_one(struct mstate *st, struct xfer *x)
                        "codeshim: the process forked while this transfer ran; its loop "
                        "stayed with the parent");
         finish(st, x, CURLE_SEND_ERROR);
-    } else if (x->q && shim_sinkq_pending(x->q)) {
-        /* what it delivered first, then the callback its worker waits on */
-        if (shim_sink_replay(&x->out, x->q, &rc))
-            finish(st, x, rc);
-        else if (!x->gone)
-            shim_sinkq_serve_call(x->q);
     } else if (x->q) {
-        progress(st, x);
+        /* what it delivered first (unless the program paused it), then
+         * the callback its worker waits on, else its progress */
+        if (!recv_paused(x) && (x->out.held || shim_sinkq_pending(x->q)) &&
+            shim_sink_replay(&x->out, x->q, &rc)) {
+            finish(st, x, rc);
+            return;
+        }
+        if (x->gone)
+            return;
+        if (recv_paused(x) && x->reported) { /* as libcurl: no interest while paused */
+            tell_socket(st, x, CURL_POLL_REMOVE);
+            x->reported = 0;
+        }
+        if (!shim_sinkq_serve_call(x->q) && (recv_paused(x) || !shim_sinkq_pending(x->q)))
+            progress(st, x);
     }
 }
 
@@ -497,7 +511,11 @@ static int news(const struct mstate *st)
     for (x = st->xfers; x; x = x->next) {
         if (x->done || x->gone)
             continue;
-        if (x->pending || x->orphan || (st->sock_cb && !x->reported) || (x->q && shim_sinkq_pending(x->q)))
+        if (x->pending || x->orphan)
+            return 1;
+        if (x->q && recv_paused(x) ? shim_sinkq_has_call(x->q)
+                                   : (st->sock_cb && !x->reported) || x->out.held ||
+                                         (x->q && shim_sinkq_pending(x->q)))
             return 1;
     }
     return 0;
@@ -513,6 +531,7 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
         LOG_INFO("intercepted transfer stopped before its end");
     release(x);
     unlink_xfer(st, x);
+    shim_sink_drop_held(&x->out);
     shim_handle_view_free(&x->pv);
     shim_intercept_job_free(x->ij);
     free(x);
@@ -675,7 +694,7 @@ CURLMcode shim_multi_wait(const struct shim_curl_api *api, CURLM *m, struct curl
     for (k = 0; k < n; k++)
         all[k] = extra[k];
     for (x = st->xfers; x && k < total; x = x->next)
-        if (!x->done && !x->gone && x->fd >= 0) {
+        if (!x->done && !x->gone && x->fd >= 0 && !recv_paused(x)) {
             all[k].fd = x->fd;
             all[k].events = CURL_WAIT_POLLIN;
             k++;
@@ -702,7 +721,7 @@ CURLMcode shim_multi_fdset(const struct shim_curl_api *api, CURLM *m, fd_set *r,
     if (rc != CURLM_OK || !st || !r)
         return rc;
     for (x = st->xfers; x; x = x->next)
-        if (!x->done && !x->gone && x->fd >= 0 && x->fd < FD_SETSIZE) {
+        if (!x->done && !x->gone && x->fd >= 0 && x->fd < FD_SETSIZE && !recv_paused(x)) {
             FD_SET(x->fd, r);
             if (max_fd && *max_fd < x->fd)
                 *max_fd = x->fd;
@@ -859,6 +878,27 @@ int shim_multi_owns(CURL *e)
     struct mstate *st;
 
     return owner(e, &st) != NULL;
+}
+
+int shim_multi_pause(CURL *e, int bits)
+{
+    struct mstate *st;
+    struct xfer *x = owner(e, &st);
+    int was;
+
+    if (!x)
+        return 0;
+    if (x->done)
+        return 1;
+    was = recv_paused(x);
+    x->out.paused = bits & (CURLPAUSE_RECV | CURLPAUSE_SEND);
+    if (!was && recv_paused(x) && x->reported) {
+        tell_socket(st, x, CURL_POLL_REMOVE);
+        x->reported = 0;
+    } else if (was && !recv_paused(x)) {
+        kick(st); /* delivery goes on at the next drive */
+    }
+    return 1;
 }
 
 void shim_multi_forget_easy(CURL *e)

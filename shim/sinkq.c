@@ -280,6 +280,16 @@ int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, lon
     return err;
 }
 
+int shim_sinkq_has_call(struct shim_sinkq *q)
+{
+    int c;
+
+    pthread_mutex_lock(&q->mu);
+    c = q->call != NULL && !q->stopped;
+    pthread_mutex_unlock(&q->mu);
+    return c;
+}
+
 int shim_sinkq_serve_call(struct shim_sinkq *q)
 {
     struct call *c;

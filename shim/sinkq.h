@@ -67,5 +67,7 @@ void shim_sinkq_stop(struct shim_sinkq *q);
 int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, long timeout_ms);
 /* Reader: runs the posted call, if any and not stopped (1), else 0. */
 int shim_sinkq_serve_call(struct shim_sinkq *q);
+/* Reader: 1 while a posted call waits to be run. */
+int shim_sinkq_has_call(struct shim_sinkq *q);
 
 #endif

@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from conftest import LIB, REPO, clean_env, run
+from conftest import LIB, REPO, clean_env, run, sse_json
 import schema_check
 
 ENGINEPROG = REPO / "build" / "testprogs" / "engineprog"
@@ -286,3 +286,29 @@ def test_sixteen_multi_transfers_call_the_upstream_at_once(fake, tmp_path):
     for ln in lines:
         schema_check.validate(json.loads(ln["body"]), "Response")
     assert gate.peak >= 16, gate.peak
+
+
+@pytest.mark.parametrize("loop", ["poll", "socket"])
+@pytest.mark.parametrize("action", ["pausecb", "pauseapi"])
+def test_pause_holds_delivery_and_resumes_with_the_refused_chunk(fake, prog, tmp_path, action,
+                                                                 loop):
+    """CURL_WRITEFUNC_PAUSE from the write callback, or curl_easy_pause
+    (CURLPAUSE_RECV) from the loop: nothing is written while paused, and
+    after curl_easy_pause(CURLPAUSE_CONT) the stream goes on from the chunk
+    that was refused, every event exactly once."""
+    a = write_json(tmp_path / "a.json", code_req("PAUSE-" + action, "print(5 * 5)", stream=True))
+    rc, out, err = run([prog, loop, action, "text:response.created", fake.url + "/responses",
+                        tmp_path, a], env=ENV, timeout=90)
+    assert rc == 0, err.decode(errors="replace")
+    res = result_of(out)
+    assert (res["A"], res["status_a"]) == (0, 200), res
+    assert res["pauses"] == 1 and res["paused_writes"] == 0, res
+    events = sse_json((tmp_path / "A.body").read_text())
+    schema_check.validate_sse_responses(events)
+    seqs = [d["sequence_number"] for _, d in events if isinstance(d, dict)]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+    final = [d for ev, d in events if ev == "response.completed"]
+    assert len(final) == 1
+    ci = [o for o in final[0]["response"]["output"] if o["type"] == "code_interpreter_call"]
+    assert ci and ci[0]["outputs"][0]["logs"] == "25\n"
+    assert_on_program_thread(res)

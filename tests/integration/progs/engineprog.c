@@ -19,7 +19,12 @@
  * end; remove, cleanup (curl_easy_cleanup without removing) and
  * multicleanup (curl_multi_cleanup, then curl_easy_cleanup) stop it once
  * TRIGGER holds (file:PATH exists, or text:STRING was written to A), and
- * A's callback data is freed right then. BODY_B is then POSTed alone
+ * A's callback data is freed right then; pausecb (A's write callback
+ * answers CURL_WRITEFUNC_PAUSE once, to the first chunk) and pauseapi
+ * (curl_easy_pause(CURLPAUSE_RECV) from the loop after the first write)
+ * pause A once TRIGGER holds, and the loop unpauses it
+ * (curl_easy_pause(CURLPAUSE_CONT)) after 5 rounds; "paused_writes"
+ * counts writes meanwhile, "pauses" the pauses. BODY_B is then POSTed alone
  * (in a new multi handle after multicleanup) and run to its end.
  *
  * Output: OUTDIR/A.body, OUTDIR/B.body (what the write callback got) and
@@ -49,6 +54,8 @@ static const char *const cb_names[CB_N] = {"write", "header", "xferinfo", "debug
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int calls[CB_N], off_thread[CB_N], outside[CB_N];
 static int late;
+static int pause_cb, pause_api; /* ACTION pausecb / pauseapi */
+static int paused_now, paused_writes, pauses;
 static pthread_t main_thread;
 static int in_curl; /* main is inside one of its libcurl calls */
 
@@ -90,6 +97,14 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     size_t len = sz * n, keep;
 
     note(CB_WRITE, c);
+    if (paused_now)
+        paused_writes++;
+    if (pause_cb == 1 && c->name == 'A') { /* refused: it must come again */
+        pause_cb = 2;
+        paused_now = 1;
+        pauses++;
+        return CURL_WRITEFUNC_PAUSE;
+    }
     fwrite(p, 1, len, c->out);
     keep = len < sizeof(c->seen) - 1 ? len : sizeof(c->seen) - 1;
     if (c->seen_len + keep >= sizeof(c->seen)) {
@@ -500,6 +515,27 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof(b));
     if (!strcmp(action, "none")) {
         run_to_end(m, &a);
+    } else if (!strcmp(action, "pausecb") || !strcmp(action, "pauseapi")) {
+        int rounds = 0;
+
+        for (i = 0; i < 2400 && !a.done; i++) {
+            if (!pause_cb && !pause_api && triggered(trigger, &a)) {
+                if (!strcmp(action, "pausecb")) {
+                    pause_cb = 1;
+                } else {
+                    pause_api = 1;
+                    paused_now = 1;
+                    pauses++;
+                    CURL_CALL(curl_easy_pause(a.h, CURLPAUSE_RECV));
+                }
+            }
+            if (paused_now && ++rounds > 5) {
+                paused_now = 0;
+                CURL_CALL(curl_easy_pause(a.h, CURLPAUSE_CONT));
+            }
+            step(m);
+            reap(m);
+        }
     } else {
         for (i = 0; i < 2400 && !a.done && !triggered(trigger, &a); i++) {
             step(m);
@@ -552,6 +588,8 @@ int main(int argc, char **argv)
     for (i = 0; i < CB_N; i++)
         cJSON_AddNumberToObject(t, cb_names[i], outside[i]);
     cJSON_AddNumberToObject(o, "late", late);
+    cJSON_AddNumberToObject(o, "pauses", pauses);
+    cJSON_AddNumberToObject(o, "paused_writes", paused_writes);
     pthread_mutex_unlock(&mu);
     s = cJSON_PrintUnformatted(o);
     printf("%s\n", s);

@@ -64,6 +64,7 @@ struct mstate {
     long real_ms;      /* libcurl's last timer request (-1: none) */
     int64_t real_at;   /* ...as a deadline */
     int real_called;   /* libcurl asked during the current call */
+    int64_t given_at;  /* the program's timer from us (-1: none) */
     int busy;          /* replaying: the program's callbacks run */
     struct xfer *xfers;
     unsigned long seq;
@@ -131,6 +132,7 @@ static struct mstate *get_state(const struct shim_curl_api *api, CURLM *m)
     st->m = m;
     st->api = api;
     st->real_ms = -1;
+    st->given_at = -1;
     pthread_mutex_lock(&reg_mu);
     st->next = reg;
     reg = st;
@@ -254,21 +256,60 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
              "codeshim: cannot start a worker thread for this transfer");
 }
 
-/* ---- timers ---- */
+/* ---- timers ----
+ *
+ * The program's timer (CURLMOPT_TIMERFUNCTION) is asked for the sooner
+ * of libcurl's own deadline and, while an intercepted transfer wants its
+ * progress callback, PROGRESS_MS from now: a program that drives its
+ * multi handle by socket_action alone learns its timeouts only so, and
+ * libcurl calls a transfer's progress callback about once a second when
+ * nothing moves. given_at is the deadline the program holds from us. */
 
-/* libcurl's timer requests reach the program through here, so that a
- * 0 ms timeout codeshim gave for a new transfer never makes one of
- * libcurl's get lost (libcurl only calls again when its deadline moves). */
+static int any_progress(const struct mstate *st);
+
+/* How long a program waiting on its multi handle may go without a call
+ * of a transfer's progress callback. */
+#define PROGRESS_MS 1000
+
+static int give_timer(struct mstate *st, int64_t at, int64_t now)
+{
+    st->given_at = at;
+    return st->timer_cb(st->m, at < 0 ? -1 : at <= now ? 0 : (long)(at - now), st->timer_data);
+}
+
+/* Gives the program the timeout it should hold now, unless the one it
+ * holds fires no later. The return value is its callback's (0: none). */
+static int retime(struct mstate *st)
+{
+    int64_t now = shim_clock_ms(), want = st->real_ms >= 0 ? st->real_at : -1;
+
+    if (!st->timer_cb || st->kick) /* the 0 ms kick stands */
+        return 0;
+    if (any_progress(st) && (want < 0 || want > now + PROGRESS_MS))
+        want = now + PROGRESS_MS;
+    if (want >= 0 && st->given_at >= 0 && st->given_at <= want)
+        return 0;
+    if (want < 0 && st->given_at < 0)
+        return 0;
+    if (want < 0) { /* libcurl deleted its timer and nothing of ours waits */
+        st->given_at = -1;
+        return st->real_called ? st->timer_cb(st->m, -1, st->timer_data) : 0;
+    }
+    return give_timer(st, want, now);
+}
+
+/* libcurl's timer requests reach the program through here. */
 static int trampoline(CURLM *m, long ms, void *clientp)
 {
     struct mstate *st = clientp;
 
+    (void)m;
     st->real_ms = ms;
     st->real_at = ms >= 0 ? shim_clock_ms() + ms : 0;
     st->real_called = 1;
-    if (st->kick) /* the program's 0 ms timer stands; see after_kick */
-        return 0;
-    return st->timer_cb ? st->timer_cb(m, ms, st->timer_data) : 0;
+    if (ms >= 0 && st->given_at >= 0 && st->given_at > st->real_at)
+        st->given_at = -1; /* libcurl wants it sooner: given again below */
+    return retime(st);
 }
 
 /* A new intercepted transfer: like libcurl's add_handle, ask the program
@@ -279,19 +320,7 @@ static void kick(struct mstate *st)
     if (!st->timer_cb || st->kick)
         return;
     st->kick = 1;
-    st->timer_cb(st->m, 0, st->timer_data);
-}
-
-/* After the kick fired and libcurl was called: give the program libcurl's
- * own pending timeout again unless libcurl just did. */
-static void after_kick(struct mstate *st)
-{
-    int64_t left;
-
-    if (st->real_called || st->real_ms < 0 || !st->timer_cb)
-        return;
-    left = st->real_at - shim_clock_ms();
-    st->timer_cb(st->m, left < 0 ? 0 : (long)left, st->timer_data);
+    give_timer(st, shim_clock_ms(), shim_clock_ms());
 }
 
 /* ---- delivery, on the program's thread ---- */
@@ -337,11 +366,6 @@ static int recv_paused(const struct xfer *x)
 {
     return (x->out.paused & CURLPAUSE_RECV) != 0;
 }
-
-/* How long a program waiting on its multi handle may go without a call
- * of a transfer's progress callback (libcurl: about once a second when
- * nothing moves). */
-#define PROGRESS_MS 1000
 
 static int wants_progress(const struct xfer *x)
 {
@@ -642,7 +666,7 @@ CURLMcode shim_multi_socket_action(const struct shim_curl_api *api, CURLM *m,
 {
     struct mstate *st = find(m);
     CURLMcode rc;
-    int r = 0, fired = 0;
+    int r = 0;
 
     if (!st) {
         REAL(api->multi_socket_action(m, s, ev, running));
@@ -650,17 +674,17 @@ CURLMcode shim_multi_socket_action(const struct shim_curl_api *api, CURLM *m,
     }
     if (st->busy)
         return CURLM_RECURSIVE_API_CALL;
-    if (s == CURL_SOCKET_TIMEOUT && st->kick) {
-        st->kick = 0;
-        fired = 1;
+    if (s == CURL_SOCKET_TIMEOUT && (st->kick || (st->given_at >= 0 &&
+                                                  st->given_at <= shim_clock_ms() + 1))) {
+        st->kick = 0; /* the program's timer fired */
+        st->given_at = -1;
     }
     serve(st);
     /* libcurl ignores a socket it does not know (one of ours) and only
      * runs its expired timers: the call is what gives its running count */
     st->real_called = 0;
     REAL(api->multi_socket_action(m, s, ev, &r));
-    if (fired)
-        after_kick(st);
+    retime(st);
     if (running)
         *running = r + active(st);
     return rc;

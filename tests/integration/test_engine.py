@@ -312,3 +312,23 @@ def test_pause_holds_delivery_and_resumes_with_the_refused_chunk(fake, prog, tmp
     ci = [o for o in final[0]["response"]["output"] if o["type"] == "code_interpreter_call"]
     assert ci and ci[0]["outputs"][0]["logs"] == "25\n"
     assert_on_program_thread(res)
+
+
+@pytest.mark.parametrize("loop", ["socket", "timer"])
+def test_timer_driven_program_gets_its_progress_callback_while_code_runs(fake, prog, tmp_path,
+                                                                          loop):
+    """A program that calls curl_multi_socket_action only when its timer
+    (CURLMOPT_TIMERFUNCTION) or a socket says so is given timeouts while
+    an intercepted transfer with a progress callback runs code, so that
+    callback is called meanwhile, as libcurl calls it about once a second."""
+    a = write_json(tmp_path / "a.json", code_req("TICK-" + loop, "import time\ntime.sleep(4)\n"
+                                                 "print('slept')", stream=True))
+    rc, out, err = run([prog, loop, "none", "-", fake.url + "/responses", tmp_path, a],
+                       env=ENV, timeout=90)
+    assert rc == 0, err.decode(errors="replace")
+    res = result_of(out)
+    assert (res["A"], res["status_a"]) == (0, 200), res
+    events = sse_json((tmp_path / "A.body").read_text())
+    schema_check.validate_sse_responses(events)
+    assert res["progress_during_code"] >= 2, res  # ~1 a second; 1 without timeouts
+    assert_on_program_thread(res)

@@ -24,7 +24,9 @@
  * (curl_easy_pause(CURLPAUSE_RECV) from the loop after the first write)
  * pause A once TRIGGER holds, and the loop unpauses it
  * (curl_easy_pause(CURLPAUSE_CONT)) after 5 rounds; "paused_writes"
- * counts writes meanwhile, "pauses" the pauses. BODY_B is then POSTed alone
+ * counts writes meanwhile, "pauses" the pauses; "progress_during_code"
+ * counts xferinfo calls between A's streamed code_interpreter_call
+ * "interpreting" and "completed" events. BODY_B is then POSTed alone
  * (in a new multi handle after multicleanup) and run to its end.
  *
  * Output: OUTDIR/A.body, OUTDIR/B.body (what the write callback got) and
@@ -56,6 +58,7 @@ static int calls[CB_N], off_thread[CB_N], outside[CB_N];
 static int late;
 static int pause_cb, pause_api; /* ACTION pausecb / pauseapi */
 static int paused_now, paused_writes, pauses;
+static int progress_during_code; /* xferinfo calls while A's code ran */
 static pthread_t main_thread;
 static int in_curl; /* main is inside one of its libcurl calls */
 
@@ -69,6 +72,7 @@ struct ctx {
     char seen[4096]; /* the last bytes written, for the text trigger */
     size_t seen_len;
     FILE *mime;
+    int code_state; /* 1 from "...interpreting" written, 2 from "...completed" */
 };
 
 static void note(int cb, struct ctx *c)
@@ -115,6 +119,10 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
     memcpy(c->seen + c->seen_len, p + len - keep, keep);
     c->seen_len += keep;
     c->seen[c->seen_len] = '\0';
+    if (c->code_state == 0 && strstr(c->seen, "code_interpreter_call.interpreting"))
+        c->code_state = 1;
+    if (c->code_state == 1 && strstr(c->seen, "code_interpreter_call.completed"))
+        c->code_state = 2;
     return len;
 }
 
@@ -127,8 +135,12 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
 static int on_xferinfo(void *ud, curl_off_t a, curl_off_t b, curl_off_t c2, curl_off_t d)
 {
+    struct ctx *c = ud;
+
     (void)a, (void)b, (void)c2, (void)d;
     note(CB_XFERINFO, ud);
+    if (c->code_state == 1)
+        progress_during_code++;
     return 0;
 }
 
@@ -589,6 +601,7 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(t, cb_names[i], outside[i]);
     cJSON_AddNumberToObject(o, "late", late);
     cJSON_AddNumberToObject(o, "pauses", pauses);
+    cJSON_AddNumberToObject(o, "progress_during_code", progress_during_code);
     cJSON_AddNumberToObject(o, "paused_writes", paused_writes);
     pthread_mutex_unlock(&mu);
     s = cJSON_PrintUnformatted(o);

@@ -450,6 +450,8 @@ static void serve_one(struct mstate *st, struct xfer *x)
 static int make_ours(const struct shim_curl_api *api, struct xfer *x,
                      struct shim_intercept_job *ij)
 {
+    int paused = x->out.paused; /* paused before its body was read */
+
     if (shim_sinkq_new(QUEUE_CAP, &x->q) < 0 || shim_handles_view(x->easy, &x->pv) < 0) {
         if (x->q)
             shim_sinkq_unref(x->q);
@@ -459,6 +461,7 @@ static int make_ours(const struct shim_curl_api *api, struct xfer *x,
     }
     x->fd = shim_sinkq_fd(x->q);
     shim_sink_init(&x->out, x->easy, &x->pv, shim_clock_s());
+    x->out.paused = paused;
     start_work(api, x, ij);
     LOG_INFO("intercepted a transfer added to a multi handle");
     return 0;

@@ -7,7 +7,8 @@ MIME read) on an intercepted transfer and counts those that ran on another
 thread than the program's or outside its libcurl calls (must be none), and
 those for a transfer after it was removed or cleaned up (must be none; its
 callback data is freed right then, and the removal tests run it built with
-AddressSanitizer). multiprog.c runs 16 transfers at once."""
+AddressSanitizer, leak checking on: nothing of a stopped transfer is
+kept). multiprog.c runs 16 transfers at once."""
 
 import json
 import shutil
@@ -176,7 +177,7 @@ def finish(p, home, timeout=90):
 
 def asan_env(preload, **extra):
     env = dict(ENV, LD_PRELOAD=preload, CODESHIM_MAX_INFLIGHT="1",
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:exitcode=86")
+               ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86")
     env.update(extra)
     return env
 

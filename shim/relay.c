@@ -7,8 +7,14 @@
 #include "sinkq.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+/* Sockets of the model calls a relay knows at once (libcurl keeps one
+ * or two open per handle). */
+#define RELAY_FDS 8
 
 struct shim_relay {
     struct shim_sinkq *q;
@@ -16,6 +22,14 @@ struct shim_relay {
     struct shim_handle_cbs cbs;
     double t0;
     long timeout_ms;
+    /* the model calls' open sockets, shut down once the program's side
+     * stops so that a call waiting on the network ends at once; one
+     * mutex over the list and every close, so a number is never shut
+     * down after it was closed (and maybe reused) */
+    pthread_mutex_t mu;
+    curl_socket_t fds[RELAY_FDS];
+    int nfds;
+    int cancelled;
 };
 
 enum kind { OP_OPEN, OP_SOCKOPT, OP_CLOSE, OP_PREREQ, OP_RESOLVER, OP_SSL_CTX };
@@ -32,6 +46,46 @@ struct op {
     long result;
 };
 
+/* The queue was stopped (the reader's thread, under the queue's lock). */
+static void cancel(void *arg)
+{
+    struct shim_relay *r = arg;
+    int i;
+
+    pthread_mutex_lock(&r->mu);
+    r->cancelled = 1;
+    for (i = 0; i < r->nfds; i++)
+        shutdown(r->fds[i], SHUT_RDWR);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void track(struct shim_relay *r, curl_socket_t fd)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->cancelled)
+        shutdown(fd, SHUT_RDWR);
+    else if (r->nfds < RELAY_FDS)
+        r->fds[r->nfds++] = fd;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Takes fd off the list; closes it too when close_it. */
+static int untrack(struct shim_relay *r, curl_socket_t fd, int close_it)
+{
+    int i, rc = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (i = 0; i < r->nfds; i++)
+        if (r->fds[i] == fd) {
+            r->fds[i] = r->fds[--r->nfds];
+            break;
+        }
+    if (close_it)
+        rc = close(fd);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
 int shim_relay_new(struct shim_sinkq *q, CURL *h, const struct shim_handle_cbs *cbs,
                    double t0, long timeout_ms, struct shim_relay **out)
 {
@@ -45,6 +99,8 @@ int shim_relay_new(struct shim_sinkq *q, CURL *h, const struct shim_handle_cbs *
     r->cbs = *cbs;
     r->t0 = t0;
     r->timeout_ms = timeout_ms;
+    pthread_mutex_init(&r->mu, NULL);
+    shim_sinkq_on_stop(q, cancel, r);
     *out = r;
     return 0;
 }
@@ -53,7 +109,9 @@ void shim_relay_free(struct shim_relay *r)
 {
     if (!r)
         return;
+    shim_sinkq_on_stop(r->q, NULL, NULL);
     shim_sinkq_unref(r->q);
+    pthread_mutex_destroy(&r->mu);
     free(r);
 }
 
@@ -104,8 +162,17 @@ static int relay(const struct shim_relay *r, struct op *o)
 
 static curl_socket_t tr_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
+    struct shim_relay *r = clientp;
     struct op o = {.kind = OP_OPEN, .purpose = purpose, .addr = addr};
-    return relay(clientp, &o) ? (curl_socket_t)o.result : CURL_SOCKET_BAD;
+    curl_socket_t fd;
+
+    if (!r->cbs.open) /* libcurl's own way, close-on-exec */
+        fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    else
+        fd = relay(r, &o) ? (curl_socket_t)o.result : CURL_SOCKET_BAD;
+    if (fd != CURL_SOCKET_BAD)
+        track(r, fd);
+    return fd;
 }
 
 static int tr_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
@@ -116,9 +183,13 @@ static int tr_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
 
 static int tr_close(void *clientp, curl_socket_t fd)
 {
+    struct shim_relay *r = clientp;
     struct op o = {.kind = OP_CLOSE, .fd = fd};
 
-    if (relay(clientp, &o))
+    if (!r->cbs.close)
+        return untrack(r, fd, 1);
+    untrack(r, fd, 0);
+    if (relay(r, &o))
         return (int)o.result;
     return close(fd);
 }
@@ -150,17 +221,14 @@ void shim_relay_install(const struct shim_curl_api *api, struct shim_relay *r, C
 {
     const struct shim_handle_cbs *c = &r->cbs;
 
-    if (c->open) {
-        SET(CURLOPT_OPENSOCKETFUNCTION, tr_open);
-        SET(CURLOPT_OPENSOCKETDATA, (void *)r);
-    }
+    /* always: the relay knows the model calls' sockets (cancel) */
+    SET(CURLOPT_OPENSOCKETFUNCTION, tr_open);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)r);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, tr_close);
+    SET(CURLOPT_CLOSESOCKETDATA, (void *)r);
     if (c->sockopt) {
         SET(CURLOPT_SOCKOPTFUNCTION, tr_sockopt);
         SET(CURLOPT_SOCKOPTDATA, (void *)r);
-    }
-    if (c->close) {
-        SET(CURLOPT_CLOSESOCKETFUNCTION, tr_close);
-        SET(CURLOPT_CLOSESOCKETDATA, (void *)r);
     }
     if (c->prereq) {
         SET(CURLOPT_PREREQFUNCTION, tr_prereq);

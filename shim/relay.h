@@ -12,7 +12,11 @@
  * gives libcurl its failure value (opensocket: CURL_SOCKET_BAD, sockopt:
  * CURL_SOCKOPT_ERROR, prereq: CURL_PREREQFUNC_ABORT, resolver start: 1,
  * SSL context: CURLE_ABORTED_BY_CALLBACK), and closesocket closes the
- * socket itself. The program's other callbacks a duplicate would keep
+ * socket itself. The relay also knows every socket the model calls open
+ * (its open and close callbacks stand on the duplicate even when the
+ * program set none: then it opens them as libcurl does, close-on-exec)
+ * and shuts them down the moment the program's side stops, so a call
+ * waiting on the network ends at once. The program's other callbacks a duplicate would keep
  * and codeshim does not need (debug, HSTS, trailer, SSH, FTP wildcard,
  * RTSP interleave) are taken off it: the duplicate is VERBOSE 0 and
  * speaks HTTP only. */

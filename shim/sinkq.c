@@ -29,6 +29,8 @@ struct shim_sinkq {
     pthread_cond_t room; /* the writer waits here while the queue is full */
     pthread_cond_t called; /* ...and here for its call (monotonic clock) */
     struct call *call;     /* posted, not yet taken by the reader */
+    void (*on_stop)(void *arg); /* called under mu by shim_sinkq_stop */
+    void *on_stop_arg;
     struct shim_sinkq_item *head, *tail;
     size_t bytes, cap;
     int refs;
@@ -233,8 +235,19 @@ void shim_sinkq_stop(struct shim_sinkq *q)
     q->signaled = 0;
     pthread_cond_broadcast(&q->room);
     pthread_cond_broadcast(&q->called);
+    if (q->on_stop)
+        q->on_stop(q->on_stop_arg);
+    q->on_stop = NULL;
     pthread_mutex_unlock(&q->mu);
     free_items(drop);
+}
+
+void shim_sinkq_on_stop(struct shim_sinkq *q, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&q->mu);
+    q->on_stop = q->stopped ? NULL : fn;
+    q->on_stop_arg = arg;
+    pthread_mutex_unlock(&q->mu);
 }
 
 int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, long timeout_ms)

@@ -67,6 +67,10 @@ void shim_sinkq_stop(struct shim_sinkq *q);
 int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, long timeout_ms);
 /* Reader: runs the posted call, if any and not stopped (1), else 0. */
 int shim_sinkq_serve_call(struct shim_sinkq *q);
+/* Writer: fn(arg) is called by shim_sinkq_stop (once, under the queue's
+ * lock: it must not call the queue) unless it was stopped already; fn
+ * NULL takes it back, after which it is never called. */
+void shim_sinkq_on_stop(struct shim_sinkq *q, void (*fn)(void *arg), void *arg);
 /* Reader: 1 while a posted call waits to be run. */
 int shim_sinkq_has_call(struct shim_sinkq *q);
 

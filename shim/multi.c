@@ -7,7 +7,12 @@
  * then). The registry mutex guards the lists only: it is never held while
  * a callback of the program or a real libcurl function runs. The worker
  * and the program's thread share nothing but the queue (sinkq.h) and the
- * job the worker owns. */
+ * job the worker owns. The program's callbacks run only here, on its
+ * thread inside the calls that drive the multi handle: the replay of
+ * what the worker delivered (sink.h, which also pauses it) and the
+ * connection callbacks its model calls need (relay.h, served by serve()
+ * through the same queue); removal stops the queue, which stops the
+ * worker's model call and execution (xfer.h) and every relayed call. */
 #include "multi.h"
 
 #include "clock.h"

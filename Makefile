@@ -14,6 +14,14 @@ CFLAGS ?= -O2 -g
 # it NEED ld.so, moving ld.so up the host's symbol scope; see SO_LIBS).
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCURL_DISABLE_DEPRECATION -fPIC -fvisibility=hidden $(WARN) \
               -ftls-model=initial-exec -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
+# Header dependencies: every compile writes a .d beside its output (-MMD;
+# -MP: a removed header is no error), included at the end of this file.
+DEPFLAGS := -MMD -MP
+# The library and everything built from its objects: glibc's checked
+# string and I/O functions (which need -O1 or more: not with -O0) and
+# stack canaries in functions with arrays or address-taken locals. Not in
+# ALL_CFLAGS, which the sanitizer and fuzzer builds start from.
+HARDEN := -fstack-protector-strong $(if $(filter -O0,$(CFLAGS)),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
 LIBS := -lcjson -lpthread -ldl -lseccomp -lnettle -lyaml
 # What the preloaded library links. Every library it NEEDs joins the
 # program's global symbol scope right behind it, and every symbol lookup
@@ -56,17 +64,17 @@ TESTPROGS := $(patsubst tests/integration/progs/%.c,$(BUILD)/testprogs/%,\
              $(patsubst tests/integration/progs/lib/%.c,$(BUILD)/testprogs/lib%.so,\
                $(wildcard tests/integration/progs/lib/*.c))
 
-.PHONY: all deps print-libs demo test unit sandbox integration exports layers examples bench install uninstall clean
+.PHONY: all deps print-libs demo test unit sandbox integration exports layers homes docs-check examples bench install uninstall clean
 SESSIOND := $(BUILD)/codeshim-sessiond
 
 all: $(BUILD)/libcodeshim.so $(EXAMPLES) $(CLI_BIN) $(SESSIOND)
 
-$(BUILD)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) | $(GEN_SRC)
+$(BUILD)/obj/%.o: %.c | $(GEN_SRC)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(HARDEN) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(HARDEN) $(DEPFLAGS) -c $< -o $@
 
 # Lazy binding (no -z now): a program that never makes an intercepted
 # request resolves only the few imports its pass-through path calls, not
@@ -85,33 +93,39 @@ $(BUILD)/libcodeshim_core.a: $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Test programs link libcurl (the library never does): url.c reads URLs
+# with the process's libcurl (curl_url), which a unit test has no other
+# way to load.
+TEST_LIBS = $(LIBS) -Wl,--no-as-needed -lcurl -Wl,--as-needed
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
-	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(TEST_LIBS)
 
-$(BUILD)/sandbox-tests/%: tests/sandbox/%.c tests/sandbox/test_sandbox_util.h $(BUILD)/libcodeshim_core.a
+$(BUILD)/sandbox-tests/%: tests/sandbox/%.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
-	  $(BUILD)/libcodeshim_core.a -lcmocka $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
+	  $(BUILD)/libcodeshim_core.a -lcmocka $(TEST_LIBS)
 
 # The session supervisor is a program of its own built from the library's
 # engines; the library starts it from the directory it was loaded from.
-$(SESSIOND): $(wildcard sessiond/*.c) sessiond/sessiond.h $(BUILD)/libcodeshim_core.a
-	$(CC) $(ALL_CFLAGS) $(filter %.c,$^) -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
+SESSIOND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard sessiond/*.c))
+$(SESSIOND): $(SESSIOND_OBJ) $(BUILD)/libcodeshim_core.a
+	$(CC) $(ALL_CFLAGS) $(HARDEN) $(SESSIOND_OBJ) -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
 
 # Examples use libcurl like any program: they link -lcurl (the shim never does).
 $(BUILD)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl -lcjson
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) $< -o $@ -lcurl -lcjson
 
 $(BUILD)/testprogs/lib%.so: tests/integration/progs/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -shared -fPIC $< -o $@ -lcurl
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) -shared -fPIC $< -o $@ -lcurl
 
 $(BUILD)/testprogs/%: tests/integration/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl -lcjson -lpthread
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) $< -o $@ -lcurl -lcjson -lpthread
 
 deps:
 	@scripts/deps.sh
@@ -127,7 +141,7 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory layers unit sandbox exports integration fuzz-short asan
+	@$(MAKE) --no-print-directory layers homes docs-check unit sandbox exports integration fuzz-short asan
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -143,12 +157,30 @@ exports: $(BUILD)/libcodeshim.so
 layers: $(SHIM_OBJ)
 	@$(PYTHON) tests/tools/check_layers.py doc/ARCHITECTURE.md $(BUILD)/obj .
 
+# The copies of the settings table (shim/settings.c) in the README's
+# configuration table and the man page's ENVIRONMENT section: a row for
+# every setting with the table's default and range
+# (tests/tools/check_settings_docs.py); and no comment pointing outside
+# the repository.
+$(BUILD)/tools/settings_dump: tests/tools/settings_dump.c $(BUILD)/libcodeshim_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $< -o $@ $(BUILD)/libcodeshim_core.a $(LIBS)
+
+docs-check: $(BUILD)/tools/settings_dump
+	@$(BUILD)/tools/settings_dump > $(BUILD)/tools/settings.tsv
+	@$(PYTHON) tests/tools/check_settings_docs.py $(BUILD)/tools/settings.tsv README.md $(CLI_MAN)
+	@tests/tools/check_outside_refs.sh
+# One home for every job: no second URL splitter, hash-to-hex, path join,
+# capped reader or wall-clock read outside its home (the script says which).
+homes:
+	@$(PYTHON) tests/tools/check_homes.py .
+
 integration: all $(TESTPROGS) $(SANDBOX_BIN)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
 
-$(BUILD)/bench/%: bench/%.c bench/bench_util.h
+$(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $< -o $@ -lcurl
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(DEPFLAGS) $< -o $@ -lcurl
 
 # Benchmarks are measured, never asserted: numbers go to the README.
 bench: all $(BUILD)/bench/bench_http $(BUILD)/bench/host_bench $(BUILD)/bench/offline_cpu bench-sandbox
@@ -174,3 +206,6 @@ clean:
 # make asan, make fuzz (long), make fuzz-short (CI-sized, part of make
 # test), make fuzz-replay.
 include tests/fuzz/fuzz.mk
+
+# The .d files the compiles above wrote (none before the first build).
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench_stream.py - live streaming latency, for `make bench` (issue 14).
+"""bench_stream.py - live streaming latency, for `make bench`.
 
 A paced fake upstream (in this process, tests/fakes/fake_openai.py) streams
 a Responses answer, one text delta every 20 ms, and logs when it wrote each

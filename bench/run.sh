@@ -30,10 +30,10 @@ row "plain POST, no codeshim" $B/bench_http "$url/responses" "$N" "$tmp/plain.js
 row "plain POST, codeshim preloaded (pass-through)" env LD_PRELOAD="$LIB" $B/bench_http "$url/responses" "$N" "$tmp/plain.json"
 row "code_interpreter request, fake upstream (2 calls, 1 exec)" env LD_PRELOAD="$LIB" $B/bench_http "$url/responses" "$((N / 4))" "$tmp/ci.json"
 row "code_interpreter request, offline model (1 exec)" env CODESHIM_OFFLINE=1 LD_PRELOAD="$LIB" $B/bench_http "$url/responses" "$((N / 4))" "$tmp/ci.json"
-# Live streaming (issue 14): the program's first text delta against the
+# Live streaming: the program's first text delta against the
 # upstream's, and the spread of the deltas (bench/bench_stream.py).
 /usr/bin/python3 bench/bench_stream.py "$LIB" "${STREAM_RUNS:-10}"
-# A session resumed from a new program run (issue 15), against a bare
+# A session resumed from a new program run, against a bare
 # Python start (bench/session_bench.py).
 echo
 /usr/bin/python3 bench/session_bench.py "$LIB" "${SESSION_RUNS:-8}"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """session_bench.py - sessions started and resumed from new program runs,
-for `make bench` (issue 15).
+for `make bench`.
 
 Each program run is a new process (build/bench/bench_http, one request,
 libcodeshim preloaded, the offline model, one execution), and each round

@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "e2b_int.h"
+#include "fileio.h"
 #include "sandbox.h"
 
 #include <cjson/cJSON.h>
@@ -126,7 +127,7 @@ static int userns_ok(void)
 /* The value of name in this process's (only) sandbox cgroup in base. */
 static unsigned long long cgroup_value(const char *base, const char *name)
 {
-    char prefix[96], path[SHIM_CG_PATH + 400], buf[64] = "";
+    char prefix[96], sub[SHIM_CG_PATH + 300], path[SHIM_CG_PATH + 400], buf[64] = "";
     unsigned long long v = 0;
     DIR *d = opendir(base);
     struct dirent *e;
@@ -136,7 +137,9 @@ static unsigned long long cgroup_value(const char *base, const char *name)
     while (d && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, strlen(prefix)))
             continue;
-        snprintf(path, sizeof(path), "%s/%s/%s", base, e->d_name, name);
+        if (shim_fileio_join(sub, sizeof(sub), base, e->d_name) < 0 ||
+            shim_fileio_join(path, sizeof(path), sub, name) < 0)
+            break;
         f = fopen(path, "r");
         if (f && fgets(buf, sizeof(buf), f))
             v = strncmp(buf, "max", 3) ? strtoull(buf, NULL, 10) : ~0ULL;

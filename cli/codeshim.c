@@ -13,6 +13,7 @@
 #include "sessions.h"
 #include "trace.h"
 
+#include "fileio.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -33,53 +34,47 @@
 #define EXIT_NOEXEC 126
 #define EXIT_NOTFOUND 127
 
-enum kind {
-    K_FLAG,     /* no value; sets "1" */
-    K_NUM,      /* whole number in [lo, hi] */
-    K_WORD,     /* one of words (case-insensitive), passed in lower case */
-    K_PATH,     /* a file or directory; made absolute */
-    K_PROG,     /* a program: made absolute only when it holds a '/' */
-};
+/* The options are the rows of the library's table of settings that name
+ * one (settings.h: the option, its placeholder, its range or words and
+ * its help all come from there), and --lib, the launcher's own. */
+static const struct shim_setting lib_option = {
+    .var = "CODESHIM_LIB", .kind = SHIM_SET_STR, .option = "lib", .arg = "PATH"};
 
-struct option_def {
-    const char *name;      /* without the leading "--" */
-    const char *env;       /* CODESHIM_* variable it sets; NULL = --lib */
-    enum kind kind;
-    long long lo, hi;
-    const char *const *words;
-    const char *arg;       /* placeholder in messages and --help */
-};
-
-static const char *const log_words[] = {"error", "warn", "info", "debug", NULL};
-static const char *const sandbox_words[] = {"local", "e2b", NULL};
-
-static const struct option_def options[] = {
-    {"offline", "CODESHIM_OFFLINE", K_FLAG, 0, 0, NULL, NULL},
-    {"max-loops", "CODESHIM_MAX_LOOPS", K_NUM, 1, 1000, NULL, "N"},
-    {"timeout", "CODESHIM_EXEC_TIMEOUT", K_NUM, 1, 86400, NULL, "SECONDS"},
-    {"output-cap", "CODESHIM_OUTPUT_CAP", K_NUM, 256, 10485760, NULL, "BYTES"},
-    {"log", "CODESHIM_LOG", K_WORD, 0, 0, log_words, "LEVEL"},
-    {"log-file", "CODESHIM_LOG_FILE", K_PATH, 0, 0, NULL, "FILE"},
-    {"trace", "CODESHIM_TRACE", K_PATH, 0, 0, NULL, "FILE"},
-    {"record", "CODESHIM_RECORD", K_PATH, 0, 0, NULL, "DIR"},
-    {"replay", "CODESHIM_REPLAY", K_PATH, 0, 0, NULL, "DIR"},
-    {"sandbox", "CODESHIM_SANDBOX", K_WORD, 0, 0, sandbox_words, "NAME"},
-    {"python", "CODESHIM_PYTHON", K_PROG, 0, 0, NULL, "PATH"},
-    {"lib", NULL, K_PATH, 0, 0, NULL, "PATH"},
-};
-#define NOPTIONS (sizeof(options) / sizeof(options[0]))
-
-/* What the command line asked for; values point into argv or are
- * malloc'ed (absolute paths), and live until exec. */
+/* What the command line asked for; values (one per row of the table)
+ * point into argv or are malloc'ed (absolute paths), and live until exec. */
 struct launch {
-    const char *values[NOPTIONS];
+    const char **values;
     const char *lib;
     int prog;              /* index of PROGRAM in argv */
     int check;             /* --check: no PROGRAM */
 };
 
+/* "  --name ARG", its help, then its range or words and the variable it
+ * sets, in parentheses (on the next line when the line would pass 79). */
+static void usage_option(FILE *out, const struct shim_setting *s)
+{
+    char name[64], extra[96];
+    int n;
+
+    snprintf(name, sizeof(name), "--%s%s%s", s->option, s->arg ? " " : "", s->arg ? s->arg : "");
+    if (s->kind == SHIM_SET_NUM || s->kind == SHIM_SET_SIZE)
+        snprintf(extra, sizeof(extra), "%lld..%lld, %s", s->lo, s->hi, s->var);
+    else if (s->kind == SHIM_SET_WORD || s->kind == SHIM_SET_LEVEL)
+        snprintf(extra, sizeof(extra), "%s, %s", s->text, s->var);
+    else if (s->kind == SHIM_SET_BOOL)
+        snprintf(extra, sizeof(extra), "%s=1", s->var);
+    else
+        snprintf(extra, sizeof(extra), "%s", s->var);
+    n = fprintf(out, "  %-20s %s", name, s->help);
+    if (n + (int)strlen(extra) + 3 > 79)
+        fprintf(out, "\n  %-20s", "");
+    fprintf(out, " (%s)\n", extra);
+}
+
 static void usage(FILE *out)
 {
+    size_t i;
+
     fprintf(out,
         "usage: codeshim [options] [--] PROGRAM [ARGS...]\n"
         "       codeshim [options] --check\n"
@@ -89,18 +84,11 @@ static void usage(FILE *out)
         "Runs PROGRAM with libcodeshim.so preloaded, so its libcurl requests to\n"
         "OpenAI-compatible APIs get a working code_interpreter tool.\n"
         "\n"
-        "options (each sets the environment variable shown):\n"
-        "  --offline            built-in offline model, no network   CODESHIM_OFFLINE=1\n"
-        "  --max-loops N        executions per request, 1..1000      CODESHIM_MAX_LOOPS\n"
-        "  --timeout SECONDS    wall clock per execution, 1..86400   CODESHIM_EXEC_TIMEOUT\n"
-        "  --output-cap BYTES   tool output kept, 256..10485760      CODESHIM_OUTPUT_CAP\n"
-        "  --log LEVEL          error|warn|info|debug                CODESHIM_LOG\n"
-        "  --log-file FILE      log here instead of stderr           CODESHIM_LOG_FILE\n"
-        "  --trace FILE         append JSON Lines events to FILE     CODESHIM_TRACE\n"
-        "  --record DIR         save upstream exchanges in DIR       CODESHIM_RECORD\n"
-        "  --replay DIR         answer from DIR, no network          CODESHIM_REPLAY\n"
-        "  --sandbox NAME       local|e2b                            CODESHIM_SANDBOX\n"
-        "  --python PATH        Python of the local sandbox          CODESHIM_PYTHON\n"
+        "options (each sets the environment variable shown):\n");
+    for (i = 0; i < shim_nsettings; i++)
+        if (shim_settings[i].option)
+            usage_option(out, &shim_settings[i]);
+    fprintf(out,
         "  --lib PATH           the library (else CODESHIM_LIB, else next to\n"
         "                       this program, else ../lib/codeshim/)\n"
         "  --check              start a sandbox and report the isolation and\n"
@@ -116,48 +104,54 @@ static void usage(FILE *out)
         "See codeshim(1).\n");
 }
 
-static const struct option_def *find_option(const char *name, size_t len)
+static const struct shim_setting *find_option(const char *name, size_t len)
 {
     size_t i;
 
-    for (i = 0; i < NOPTIONS; i++)
-        if (strlen(options[i].name) == len && !strncmp(options[i].name, name, len))
-            return &options[i];
+    for (i = 0; i < shim_nsettings; i++) {
+        const char *o = shim_settings[i].option;
+        if (o && strlen(o) == len && !strncmp(o, name, len))
+            return &shim_settings[i];
+    }
+    if (strlen(lib_option.option) == len && !strncmp(lib_option.option, name, len))
+        return &lib_option;
     return NULL;
 }
 
-static int check_number(const struct option_def *o, const char *v)
+static int check_number(const struct shim_setting *o, const char *v)
 {
     size_t n = strspn(v, "0123456789");
     long long x;
 
-    /* Digits only: no sign, blanks or hex that strtoll would take. */
+    /* Digits only: no sign, blanks, hex or suffix that strtoll would take
+     * or the library would read. */
     if (!*v || v[n] || n > 18) {
-        fprintf(stderr, "codeshim: --%s %s: not a whole number (%lld..%lld)\n", o->name, v,
+        fprintf(stderr, "codeshim: --%s %s: not a whole number (%lld..%lld)\n", o->option, v,
                 o->lo, o->hi);
         return -EINVAL;
     }
     x = strtoll(v, NULL, 10);
     if (x < o->lo || x > o->hi) {
-        fprintf(stderr, "codeshim: --%s %s: out of range (%lld..%lld)\n", o->name, v, o->lo,
+        fprintf(stderr, "codeshim: --%s %s: out of range (%lld..%lld)\n", o->option, v, o->lo,
                 o->hi);
         return -ERANGE;
     }
     return 0;
 }
 
-static const char *check_word(const struct option_def *o, const char *v)
+/* The word v names, as the table spells it (kept until exec), or NULL. */
+static const char *check_word(const struct shim_setting *o, const char *v)
 {
-    size_t i;
+    char word[64], *out;
 
-    for (i = 0; o->words[i]; i++)
-        if (!strcasecmp(v, o->words[i]))
-            return o->words[i];
-    fprintf(stderr, "codeshim: --%s %s: not one of ", o->name, v);
-    for (i = 0; o->words[i]; i++)
-        fprintf(stderr, "%s%s", i ? "|" : "", o->words[i]);
-    fputc('\n', stderr);
-    return NULL;
+    if (shim_setting_word(o, v, word, sizeof(word)) < 0) {
+        fprintf(stderr, "codeshim: --%s %s: not one of %s\n", o->option, v, o->text);
+        return NULL;
+    }
+    out = strdup(word);
+    if (!out)
+        fprintf(stderr, "codeshim: out of memory\n");
+    return out;
 }
 
 /* The library opens these lazily, maybe after the program changed its
@@ -181,32 +175,32 @@ static const char *absolute(const char *v)
         fprintf(stderr, "codeshim: out of memory\n");
         return NULL;
     }
-    snprintf(out, n, "%s/%s", cwd, v);
+    shim_fileio_join(out, n, cwd, v); /* n fits both */
     return out;
 }
 
 /* Checks v for option o and returns the value to export, or NULL (after a
  * message). */
-static const char *option_value(const struct option_def *o, const char *v)
+static const char *option_value(const struct shim_setting *o, const char *v)
 {
     switch (o->kind) {
-    case K_FLAG:
+    case SHIM_SET_BOOL:
         return "1";
-    case K_NUM:
+    case SHIM_SET_NUM:
+    case SHIM_SET_SIZE:
         return check_number(o, v) < 0 ? NULL : v;
-    case K_WORD:
+    case SHIM_SET_WORD:
+    case SHIM_SET_LEVEL:
         return check_word(o, v);
-    case K_PATH:
-    case K_PROG:
+    default:
         if (!*v) {
-            fprintf(stderr, "codeshim: --%s needs a non-empty %s\n", o->name, o->arg);
+            fprintf(stderr, "codeshim: --%s needs a non-empty %s\n", o->option, o->arg);
             return NULL;
         }
-        if (o->kind == K_PROG && !strchr(v, '/'))
+        if (o->option_program && !strchr(v, '/'))
             return v;
         return absolute(v);
     }
-    return NULL;
 }
 
 static int is_dir(const char *path)
@@ -221,46 +215,49 @@ static int is_dir(const char *path)
 static int parse_option(int argc, char **argv, int *i, struct launch *l)
 {
     const char *arg = argv[*i] + 2, *eq = strchr(arg, '='), *v = "", *val;
-    const struct option_def *o = find_option(arg, eq ? (size_t)(eq - arg) : strlen(arg));
+    const struct shim_setting *o = find_option(arg, eq ? (size_t)(eq - arg) : strlen(arg));
+    int flag;
 
     if (!o) {
         fprintf(stderr, "codeshim: unknown option %s (see codeshim --help)\n", argv[*i]);
         return -EINVAL;
     }
-    if (o->kind == K_FLAG && eq) {
-        fprintf(stderr, "codeshim: --%s takes no value\n", o->name);
+    flag = o->kind == SHIM_SET_BOOL;
+    if (flag && eq) {
+        fprintf(stderr, "codeshim: --%s takes no value\n", o->option);
         return -EINVAL;
     }
-    if (o->kind != K_FLAG) {
+    if (!flag) {
         if (eq)
             v = eq + 1;
-        else if (*i + 1 < argc && argv[*i + 1][0] == '-' && o->kind != K_NUM) {
+        else if (*i + 1 < argc && argv[*i + 1][0] == '-' && o->kind != SHIM_SET_NUM &&
+                 o->kind != SHIM_SET_SIZE) {
             /* "--trace -- prog" or "--log-file --offline": an option
              * forgotten its value, not a file named "--" */
             fprintf(stderr,
                     "codeshim: --%s needs a value (%s), not the option-like %s "
                     "(write --%s=%s or ./%s for a file of that name)\n",
-                    o->name, o->arg, argv[*i + 1], o->name, argv[*i + 1], argv[*i + 1]);
+                    o->option, o->arg, argv[*i + 1], o->option, argv[*i + 1], argv[*i + 1]);
             return -EINVAL;
         } else if (*i + 1 < argc)
             v = argv[++*i];
         else {
-            fprintf(stderr, "codeshim: --%s needs a value (%s)\n", o->name, o->arg);
+            fprintf(stderr, "codeshim: --%s needs a value (%s)\n", o->option, o->arg);
             return -EINVAL;
         }
     }
     val = option_value(o, v);
     if (!val)
         return -EINVAL;
-    if (!strcmp(o->name, "replay") && !is_dir(val)) {
+    if (!strcmp(o->var, "CODESHIM_REPLAY") && !is_dir(val)) {
         fprintf(stderr, "codeshim: --replay %s: no such directory (record one with --record)\n",
                 v);
         return -EINVAL;
     }
-    if (o->env)
-        l->values[o - options] = val;
-    else
+    if (o == &lib_option)
         l->lib = val;
+    else
+        l->values[o - shim_settings] = val;
     return 0;
 }
 
@@ -350,9 +347,9 @@ static int export_options(const struct launch *l)
     size_t i;
     int rc = 0;
 
-    for (i = 0; rc == 0 && i < NOPTIONS; i++)
+    for (i = 0; rc == 0 && i < shim_nsettings; i++)
         if (l->values[i])
-            rc = export(options[i].env, l->values[i]);
+            rc = export(shim_settings[i].var, l->values[i]);
     return rc;
 }
 
@@ -420,6 +417,11 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "sessions"))
         return cli_sessions_main(argc - 1, argv + 1);
     memset(&l, 0, sizeof(l));
+    l.values = calloc(shim_nsettings, sizeof(*l.values));
+    if (!l.values) {
+        fprintf(stderr, "codeshim: out of memory\n");
+        return EXIT_NOLIB;
+    }
     rc = parse_args(argc, argv, &l);
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;

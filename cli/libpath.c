@@ -2,6 +2,8 @@
  * libpath.h. */
 #include "libpath.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -93,7 +95,7 @@ int cli_find_library(const char *opt, const char *env, const char *exe_dir, char
                  LIB_NAME);
         return -ENOENT;
     }
-    snprintf(beside, sizeof(beside), "%s/%s", exe_dir, LIB_NAME);
+    shim_fileio_join(beside, sizeof(beside), exe_dir, LIB_NAME); /* "" if too long */
     snprintf(installed, sizeof(installed), "%s/../lib/codeshim/%s", exe_dir, LIB_NAME);
     if (resolve_file(beside, out, outsz) == 0 ||
         resolve_file(installed, out, outsz) == 0)

@@ -11,9 +11,11 @@
  * sessions' sandboxes among them. */
 #include "sessions.h"
 
+#include "clock.h"
 #include "config.h"
 #include "proto.h"
 #include "session.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -123,7 +125,7 @@ static long read_num(const char *dir, const char *name)
 {
     char p[SHIM_PATH_MAX + 16], text[32];
 
-    if (shim_store_join(p, sizeof(p), dir, name) < 0 || shim_store_read(p, text, sizeof(text), 1) < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, name) < 0 || shim_store_read(p, text, sizeof(text), 1) < 0)
         return -1;
     return strtol(text, NULL, 10);
 }
@@ -140,19 +142,16 @@ static int live(long pid)
 static int ours(long pid, const char *ident)
 {
     char p[64], cmd[SHIM_PATH_MAX + 128], want[80];
-    size_t n = 0, first;
+    size_t n, first;
     ssize_t k;
-    int fd;
 
     if (!live(pid))
         return 0;
     snprintf(p, sizeof(p), "/proc/%ld/cmdline", pid);
-    if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+    k = shim_fileio_read(p, 0, cmd, sizeof(cmd)); /* a longer one is cut */
+    if (k < 0 && k != -EFBIG)
         return 0;
-    while (n < sizeof(cmd) - 1 && (k = read(fd, cmd + n, sizeof(cmd) - 1 - n)) > 0)
-        n += (size_t)k;
-    close(fd);
-    cmd[n] = '\0';
+    n = k < 0 ? sizeof(cmd) - 1 : (size_t)k;
     first = strlen(cmd) + 1; /* argv[1] follows argv[0] */
     snprintf(want, sizeof(want), "/%.64s/hosts/", ident);
     return first < n && strstr(cmd + first, want) != NULL;
@@ -201,28 +200,28 @@ static void scan_identity(const char *root, const char *ident)
     struct stat st;
     DIR *d;
 
-    if (shim_store_join(id, sizeof(id), root, ident) < 0 || !(d = opendir(id)))
+    if (shim_fileio_join(id, sizeof(id), root, ident) < 0 || !(d = opendir(id)))
         return;
     while ((e = readdir(d)) != NULL) {
         struct entry *en;
         long pid;
-        if (!shim_session_is_name(e->d_name) || shim_store_join(p, sizeof(p), id, e->d_name) < 0 ||
+        if (!shim_session_is_name(e->d_name) || shim_fileio_join(p, sizeof(p), id, e->d_name) < 0 ||
             lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || !ours(pid = read_num(p, "pid"), ident))
             continue;
         if (!(en = add(0, ident, e->d_name, p, pid)))
             break;
-        if (shim_store_join(cp, sizeof(cp), p, "cntr") == 0)
+        if (shim_fileio_join(cp, sizeof(cp), p, "cntr") == 0)
             shim_store_read(cp, en->cid, sizeof(en->cid), 1);
-        en->idle_s = (long)(time(NULL) - st.st_mtime);
+        en->idle_s = (long)(shim_clock_wall_s() - st.st_mtime);
         en->ttl_s = read_num(p, "ttl");
     }
     closedir(d);
-    if (shim_store_join(hosts, sizeof(hosts), id, "hosts") < 0 || !(d = opendir(hosts)))
+    if (shim_fileio_join(hosts, sizeof(hosts), id, "hosts") < 0 || !(d = opendir(hosts)))
         return;
     while ((e = readdir(d)) != NULL) {
         struct entry *en;
         long pid;
-        if (e->d_name[0] == '.' || shim_store_join(p, sizeof(p), hosts, e->d_name) < 0 ||
+        if (e->d_name[0] == '.' || shim_fileio_join(p, sizeof(p), hosts, e->d_name) < 0 ||
             !ours(pid = read_num(p, "pid"), ident))
             continue;
         if (!(en = add(1, ident, e->d_name, p, pid)))

@@ -37,6 +37,7 @@
 #include "sandbox.h"
 #include "session.h"
 #include "sessiond.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <errno.h>
@@ -112,7 +113,7 @@ static int parse_open(const struct host *h, const cJSON *req, struct sessiond_op
 
     o->bind = jb ? cJSON_GetStringValue(jb) : "";
     o->ttl_s = ttl >= 1 && ttl <= SHIM_SESSION_TTL_MAX ? (int)ttl : 0;
-    if (!name || !shim_session_is_name(name) || shim_store_join(o->dir, sizeof(o->dir), h->iddir, name) < 0 ||
+    if (!name || !shim_session_is_name(name) || shim_fileio_join(o->dir, sizeof(o->dir), h->iddir, name) < 0 ||
         lstat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode) || !o->bind || !o->ttl_s ||
         (o->bind[0] && (strncmp(o->bind, "cntr_", 5) || strlen(o->bind) >= 64)))
         return -EINVAL;
@@ -267,7 +268,7 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     if (identity_dir(dir, h.iddir, sizeof(h.iddir)) < 0 || (h.lfd = shim_proto_socket(dir, 1)) < 0)
         return 1;
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
-    if (shim_store_join(p, sizeof(p), dir, "pid") < 0 || shim_store_write(p, pidtxt) < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, "pid") < 0 || shim_store_write(p, pidtxt) < 0)
         LOG_WARN("cannot write %s/pid", dir);
     shim_store_mark(dir, "sock", &h.sock);
     shim_store_mark(dir, "pid", &h.pid);

@@ -24,6 +24,7 @@
 #include "sandbox.h"
 #include "session.h"
 #include "sessiond.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <errno.h>
@@ -46,7 +47,7 @@ static void write_file(const char *dir, const char *name, const char *text)
 {
     char p[SHIM_PATH_MAX + 16];
 
-    if (shim_store_join(p, sizeof(p), dir, name) < 0 || shim_store_write(p, text) < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, name) < 0 || shim_store_write(p, text) < 0)
         LOG_WARN("cannot write %s/%s", dir, name);
 }
 

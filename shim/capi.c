@@ -1,7 +1,7 @@
 /* capi.c - see capi.h. */
 #include "capi.h"
 
-#include "text.h"
+#include "url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,37 +21,28 @@ static int id_like(const char *s, size_t n, const char *prefix)
     return 1;
 }
 
-/* The next path segment at *p (up to '/', '?', '#' or the end). */
+/* The next path segment at *p (up to '/' or the end). */
 static size_t segment(const char **p)
 {
-    size_t n = strcspn(*p, "/?#");
+    size_t n = strcspn(*p, "/");
     return n;
 }
 
 /* A query value as its sender meant it: %XX decoded, '+' a space (an HTML
- * form's and the SDKs' encoding); a '%' not followed by two hex digits
- * stays. Truncated to out's size. */
+ * form's and the SDKs' encoding). Truncated to out's size. */
 static void unescape(const char *v, size_t vl, char *out, size_t outsz)
 {
-    size_t i, o = 0;
+    size_t n;
+    char *d = shim_url_unescape(v, vl, 1, &n);
 
-    for (i = 0; i < vl && o + 1 < outsz; i++) {
-        int hi, lo;
-        if (v[i] == '%' && i + 2 < vl &&
-            (hi = shim_text_hexval(v[i + 1])) >= 0 && (lo = shim_text_hexval(v[i + 2])) >= 0) {
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[o++] = v[i] == '+' ? ' ' : v[i];
-        }
-    }
-    out[o] = '\0';
+    snprintf(out, outsz, "%.*s", d ? (int)strnlen(d, n) : 0, d ? d : "");
+    free(d);
 }
 
 static void query(const char *q, struct shim_capi_route *r)
 {
-    while (q && *q && *q != '#') {
-        size_t n = strcspn(q, "&#"), kl = strcspn(q, "=&#");
+    while (q && *q) {
+        size_t n = strcspn(q, "&"), kl = strcspn(q, "=&");
         const char *v = q + kl + (q[kl] == '=');
         size_t vl = kl < n ? n - kl - 1 : 0;
         char val[256];
@@ -78,33 +69,22 @@ static void query(const char *q, struct shim_capi_route *r)
     }
 }
 
-enum shim_capi_op shim_capi_route(const char *method, const char *url, struct shim_capi_route *r)
+/* The route of a URL's path (no query or fragment) and query. */
+static enum shim_capi_op route(int get, int post, int del, const char *path, const char *q,
+                               struct shim_capi_route *r)
 {
-    const char *p = strstr(url ? url : "", "://"), *s, *c = NULL;
-    int get, post, del;
+    const char *p, *s, *c = NULL;
     size_t n;
 
-    memset(r, 0, sizeof(*r));
-    r->limit = 20;
-    get = !strcmp(method, "GET");
-    post = !strcmp(method, "POST");
-    del = !strcmp(method, "DELETE");
-    if (!url || (!get && !post && !del))
-        return SHIM_CAPI_NONE;
-    p = strchr(p ? p + 3 : url, '/'); /* "host/path" too: libcurl guesses the scheme */
     /* the last "/containers" segment of the path: .../v1/containers... */
-    for (s = p; s && (s = strstr(s, "/containers")) != NULL; s++) {
-        char after = s[11];
-        if (s > url + strcspn(url, "?#"))
-            break;
-        if (after == '\0' || after == '/' || after == '?' || after == '#')
+    for (s = path; (s = strstr(s, "/containers")) != NULL; s++)
+        if (s[11] == '\0' || s[11] == '/')
             c = s;
-    }
     if (!c)
         return SHIM_CAPI_NONE;
     p = c + 11;
     if (*p != '/') { /* .../containers */
-        query(*p == '?' ? p + 1 : NULL, r);
+        query(q, r);
         r->op = get ? SHIM_CAPI_LIST : post ? SHIM_CAPI_CREATE : SHIM_CAPI_NONE;
         return r->op;
     }
@@ -124,7 +104,7 @@ enum shim_capi_op shim_capi_route(const char *method, const char *url, struct sh
         return SHIM_CAPI_NONE;
     p += 5;
     if (*p != '/') {
-        query(*p == '?' ? p + 1 : NULL, r);
+        query(q, r);
         r->op = get ? SHIM_CAPI_FILES : post ? SHIM_CAPI_UPLOAD : SHIM_CAPI_NONE;
         return r->op;
     }
@@ -139,10 +119,27 @@ enum shim_capi_op shim_capi_route(const char *method, const char *url, struct sh
         return r->op;
     }
     p++;
-    n = segment(&p);
-    if (n == 7 && !strncmp(p, "content", 7) && (!p[7] || p[7] == '?' || p[7] == '#') && get)
+    if (!strcmp(p, "content") && get)
         return r->op = SHIM_CAPI_CONTENT;
     return SHIM_CAPI_NONE;
+}
+
+enum shim_capi_op shim_capi_route(const char *method, const char *url, struct shim_capi_route *r)
+{
+    struct shim_url u;
+    enum shim_capi_op op;
+    int get, post, del;
+
+    memset(r, 0, sizeof(*r));
+    r->limit = 20;
+    get = !strcmp(method, "GET");
+    post = !strcmp(method, "POST");
+    del = !strcmp(method, "DELETE");
+    if (!url || (!get && !post && !del) || shim_url_parse(url, 0, &u) < 0)
+        return SHIM_CAPI_NONE;
+    op = route(get, post, del, u.path, u.query, r);
+    shim_url_free(&u);
+    return op;
 }
 
 cJSON *shim_capi_container(const struct shim_container *c)

@@ -1,6 +1,7 @@
 /* cassette.c - see cassette.h. */
 #include "cassette.h"
 
+#include "fileio.h"
 #include "identity.h"
 
 #include "json.h"
@@ -8,6 +9,7 @@
 #include "match.h"
 #include "sha256.h"
 #include "store.h"
+#include "url.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,27 +37,28 @@ struct seen {
 static struct seen *g_seen;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *url_path(const char *url)
+/* The path of url as libcurl sends it, without query or fragment (keys
+ * may live there); "/" when libcurl cannot read the URL. */
+static void url_path(const char *url, char *out, size_t n)
 {
-    const char *p = strstr(url ? url : "", "://");
-    const char *path;
+    struct shim_url u;
 
-    p = p ? p + 3 : (url ? url : "");
-    path = strchr(p, '/');
-    return path ? path : "/";
+    if (shim_url_parse(url, 0, &u) < 0 || (size_t)snprintf(out, n, "%s", u.path) >= n)
+        snprintf(out, n, "/");
+    shim_url_free(&u);
 }
 
 void shim_cassette_key(const char *url, const char *body, size_t len, char key[65],
                        int *occurrence)
 {
     struct shim_sha256 s;
-    const char *path = url_path(url);
-    size_t plen = strcspn(path, "?#");
+    char path[1024];
     struct seen *e;
 
+    url_path(url, path, sizeof(path));
     shim_sha256_init(&s);
     shim_sha256_update(&s, "POST ", 5);
-    shim_sha256_update(&s, path, plen);
+    shim_sha256_update(&s, path, strlen(path));
     shim_sha256_update(&s, "\n", 1);
     shim_sha256_update(&s, body, len);
     shim_sha256_final_hex(&s, 32, key);
@@ -121,12 +124,11 @@ static cJSON *response_json(const struct shim_http_reply *r)
 static cJSON *request_json(const char *url, const char *body, size_t len)
 {
     cJSON *req = cJSON_CreateObject(), *b;
-    const char *up = url_path(url);
-    char *clean = strndup(up, strcspn(up, "?#"));
+    char path[1024];
 
+    url_path(url, path, sizeof(path));
     cJSON_AddStringToObject(req, "method", "POST");
-    cJSON_AddStringToObject(req, "path", clean ? clean : "/");
-    free(clean);
+    cJSON_AddStringToObject(req, "path", path);
     b = shim_json_parse(body, len);
     cJSON_AddItemToObject(req, "body", b ? b : cJSON_CreateNull());
     return req;
@@ -267,8 +269,8 @@ static cJSON *read_dir(const char *dir)
     qsort(names, n, sizeof(names[0]), by_name);
     for (i = 0; i < n; i++) {
         cJSON *x;
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i] ? names[i] : "");
-        if (names[i] && (x = read_json(path)) != NULL)
+        if (names[i] && shim_fileio_join(path, sizeof(path), dir, names[i]) == 0 &&
+            (x = read_json(path)) != NULL)
             cJSON_AddItemToArray(list, x);
         free(names[i]);
     }
@@ -397,12 +399,11 @@ int shim_cassette_find(const char *cassette, const char *url, const cJSON *match
                        struct shim_http_reply *r, size_t max_response, int *index, char *why,
                        size_t whysz)
 {
-    const char *up = url_path(url);
     char path[1024];
     const cJSON *ex;
     int i = 0, rc = -ENOENT;
 
-    snprintf(path, sizeof(path), "%.*s", (int)strcspn(up, "?#"), up);
+    url_path(url, path, sizeof(path));
     pthread_mutex_lock(&g_lock);
     if (cas_load(cassette) < 0) {
         snprintf(why, whysz, "the cassette %s cannot be read (not a codeshim cassette, or "

@@ -1,9 +1,11 @@
 /* chain.c - see chain.h. */
 #include "chain.h"
 
+#include "clock.h"
 #include "config.h"
 #include "json.h"
 #include "log.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -26,7 +28,7 @@ static int entry_path(const struct shim_config *cfg, const char *identity, const
     if (rc < 0)
         return rc;
     shim_store_hash("codeshim-chain-v1", id, NULL, h + 2);
-    return shim_store_join(out, n, dir, h);
+    return shim_fileio_join(out, n, dir, h);
 }
 
 /* Old entries go when new ones are written: no daemon needed. */
@@ -34,7 +36,7 @@ static void prune(const char *entry)
 {
     char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 80];
     const char *slash = strrchr(entry, '/');
-    time_t now = time(NULL);
+    time_t now = (time_t)shim_clock_wall_s();
     struct dirent *e;
     DIR *d;
 
@@ -46,7 +48,7 @@ static void prune(const char *entry)
         return;
     while ((e = readdir(d)) != NULL) {
         struct stat st;
-        if (strncmp(e->d_name, "r-", 2) || shim_store_join(p, sizeof(p), dir, e->d_name) < 0)
+        if (strncmp(e->d_name, "r-", 2) || shim_fileio_join(p, sizeof(p), dir, e->d_name) < 0)
             continue;
         if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > ENTRY_TTL)
             unlink(p);

@@ -1,7 +1,9 @@
-/* classify.c - see classify.h. No I/O, no globals. */
+/* classify.c - see classify.h. No I/O, no globals; URLs are read by
+ * url.c (libcurl's own parser). */
 #include "classify.h"
 
 #include "text.h"
+#include "url.h"
 
 #include "json.h"
 
@@ -36,25 +38,21 @@ static int contains(const char *s, size_t n, const char *needle, size_t k, size_
 
 enum shim_api shim_classify_url(const char *url)
 {
-    const char *p, *path, *end;
+    struct shim_url u;
+    enum shim_api api = SHIM_API_NONE;
     size_t n;
 
-    if (!url)
-        return SHIM_API_NONE;
-    p = strstr(url, "://");
-    p = p ? p + 3 : url;
-    path = strchr(p, '/');
-    if (!path)
-        return SHIM_API_NONE;
-    end = path + strcspn(path, "?#");
-    n = (size_t)(end - path);
-    if (n > 1 && path[n - 1] == '/')
+    if (shim_url_parse(url, 0, &u) < 0)
+        return SHIM_API_NONE; /* libcurl cannot read it either */
+    n = strlen(u.path);
+    if (n > 1 && u.path[n - 1] == '/')
         n--; /* tolerate one trailing slash */
-    if (ends_with(path, n, "/responses"))
-        return SHIM_API_RESPONSES;
-    if (ends_with(path, n, "/chat/completions"))
-        return SHIM_API_CHAT;
-    return SHIM_API_NONE;
+    if (ends_with(u.path, n, "/responses"))
+        api = SHIM_API_RESPONSES;
+    else if (ends_with(u.path, n, "/chat/completions"))
+        api = SHIM_API_CHAT;
+    shim_url_free(&u);
+    return api;
 }
 
 /* contains() for a NUL-terminated s, which needs no length first. */

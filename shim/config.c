@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "confile.h"
+#include "fileio.h"
 #include "log.h"
 #include "real.h"
 #include "settings.h"
@@ -182,22 +183,15 @@ const struct shim_config *shim_config_load(void)
 
 /* ---- named sandboxes (CODESHIM_CONFIG) ---- */
 
-/* A file setting and the variable whose parser and range it shares. */
-static const struct {
-    const char *key, *var;
-} file_keys[] = {
-    {"backend", "CODESHIM_SANDBOX"},         {"memory", "CODESHIM_MEMORY"},
-    {"procs", "CODESHIM_PROCS"},             {"file_size", "CODESHIM_FILE_SIZE"},
-    {"disk", "CODESHIM_DISK"},               {"inodes", "CODESHIM_INODES"},
-    {"open_files", "CODESHIM_OPEN_FILES"},   {"cpu_time", "CODESHIM_CPU_TIME"},
-    {"timeout", "CODESHIM_EXEC_TIMEOUT"},    {"output_cap", "CODESHIM_OUTPUT_CAP"},
-    {"python", "CODESHIM_PYTHON"},           {"bwrap", "CODESHIM_BWRAP"},
-    {"warm_spare", "CODESHIM_WARM_SPARE"},   {"api_key", "CODESHIM_E2B_API_KEY"},
-    {"api_url", "E2B_API_URL"},              {"domain", "E2B_DOMAIN"},
-    {"sandbox_url", "CODESHIM_E2B_SANDBOX_URL"}, {"template", "CODESHIM_E2B_TEMPLATE"},
-    {"internet", "CODESHIM_E2B_INTERNET"},
-};
-#define NKEYS (sizeof(file_keys) / sizeof(file_keys[0]))
+/* A file setting is a row of the settings table with a file key
+ * (settings.h): the variable whose parser and range it shares. */
+static const char *file_var(const char *key)
+{
+    const struct shim_setting *s = shim_setting_by_file_key(key);
+
+    return s ? s->var : NULL;
+}
+
 #define ENV_PREFIX "os.environ/" /* LiteLLM's spelling for "from the environment" */
 
 struct named {
@@ -236,15 +230,15 @@ static void overlay_fail(struct overlay *o, int line, const char *msg)
 static const char *overlay_env(const char *name, void *ctx)
 {
     struct overlay *o = ctx;
-    size_t i, k;
+    const char *var;
+    size_t i;
 
     for (i = 0; i < o->s->npairs; i++) {
         const struct shim_confile_pair *p = &o->s->pairs[i];
         const char *v = p->value;
 
-        for (k = 0; k < NKEYS && strcmp(file_keys[k].key, p->key); k++)
-            ;
-        if (k == NKEYS || strcmp(file_keys[k].var, name))
+        var = file_var(p->key);
+        if (!var || strcmp(var, name))
             continue;
         if (strncmp(v, ENV_PREFIX, strlen(ENV_PREFIX)))
             return v;
@@ -265,15 +259,14 @@ static const char *overlay_env(const char *name, void *ctx)
 static void overlay_warn(const char *msg, void *ctx)
 {
     struct overlay *o = ctx;
-    size_t i, k, n;
+    size_t i, n;
 
     for (i = 0; i < o->s->npairs; i++) {
         const struct shim_confile_pair *p = &o->s->pairs[i];
+        const char *var = file_var(p->key);
 
-        for (k = 0; k < NKEYS && strcmp(file_keys[k].key, p->key); k++)
-            ;
-        n = k < NKEYS ? strlen(file_keys[k].var) : 0;
-        if (n && !strncmp(msg, file_keys[k].var, n) && (msg[n] == '=' || msg[n] == ' ')) {
+        n = var ? strlen(var) : 0;
+        if (n && !strncmp(msg, var, n) && (msg[n] == '=' || msg[n] == ' ')) {
             char text[300];
             snprintf(text, sizeof(text), "%s%.*s", p->key, (int)strcspn(msg + n, ";"), msg + n);
             overlay_fail(o, p->line, text);
@@ -282,21 +275,31 @@ static void overlay_warn(const char *msg, void *ctx)
     }
 }
 
+/* The keys a sandbox takes, "a, b, ..., selectable", into out. */
+static void known_keys(char *out, size_t n)
+{
+    size_t i, len = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < shim_nsettings && len < n; i++)
+        if (shim_settings[i].file_key)
+            len += (size_t)snprintf(out + len, n - len, "%s, ", shim_settings[i].file_key);
+    if (len < n)
+        snprintf(out + len, n - len, "selectable");
+}
+
 static int check_keys(const struct shim_confile_sandbox *s, char *err, size_t errsz)
 {
-    size_t i, k;
+    char known[320];
+    size_t i;
 
     for (i = 0; i < s->npairs; i++) {
         const char *key = s->pairs[i].key;
 
-        for (k = 0; k < NKEYS && strcmp(file_keys[k].key, key); k++)
-            ;
-        if (k == NKEYS && strcmp(key, "selectable")) {
+        if (!file_var(key) && strcmp(key, "selectable")) {
+            known_keys(known, sizeof(known));
             snprintf(err, errsz, "line %d: unknown setting \"%.64s\" in sandbox \"%s\" "
-                     "(known: backend, memory, procs, file_size, disk, inodes, open_files, "
-                     "cpu_time, timeout, output_cap, python, bwrap, warm_spare, api_key, "
-                     "api_url, domain, sandbox_url, template, internet, selectable)",
-                     s->pairs[i].line, key, s->name);
+                     "(known: %s)", s->pairs[i].line, key, s->name, known);
             return -EINVAL;
         }
     }
@@ -349,19 +352,15 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errsz)
         return NULL;
     }
     buf = malloc(cap);
-    while (buf && n < cap) {
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r < 0) {
-                snprintf(err, errsz, "cannot read it: %s", strerror(errno));
-                free(buf);
-                buf = NULL;
-            }
-            break;
+    if (buf) {
+        ssize_t r = shim_fileio_read_fd(fd, buf, cap);
+        if (r < 0) {
+            snprintf(err, errsz, "cannot read it: %s", strerror((int)-r));
+            free(buf);
+            buf = NULL;
+        } else {
+            n = (size_t)r;
         }
-        n += (size_t)r;
     }
     if (!buf && !err[0])
         snprintf(err, errsz, "out of memory");

@@ -1,10 +1,12 @@
 /* cstore.c - see cstore.h. */
 #include "cstore.h"
 
+#include "clock.h"
 #include "config.h"
 #include "ids.h"
 #include "json.h"
 #include "log.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -21,14 +23,6 @@
 #define META_MAX 4096
 #define TOMBSTONE_S (7 * 86400) /* a deleted id stays "issued" this long */
 
-static long long now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* <runtime>/containers/<hash of cid>; 0 or -errno. */
 static int dir_of(const struct shim_config *cfg, const char *cid, char *out, size_t n)
 {
@@ -38,7 +32,7 @@ static int dir_of(const struct shim_config *cfg, const char *cid, char *out, siz
     if (rc < 0)
         return rc;
     shim_store_hash("codeshim-cstore-v1", cid, NULL, h);
-    return shim_store_join(out, n, root, h);
+    return shim_fileio_join(out, n, root, h);
 }
 
 static int is_fid(const char *s)
@@ -61,7 +55,7 @@ static int file_path(const char *dir, char kind, const char *fid, char *out, siz
     if (!is_fid(fid))
         return -ENOENT;
     snprintf(name, sizeof(name), "%c-%s", kind, fid);
-    return shim_store_join(out, n, dir, name);
+    return shim_fileio_join(out, n, dir, name);
 }
 
 static void remove_tree(const char *dir)
@@ -72,7 +66,7 @@ static void remove_tree(const char *dir)
 
     while (d && (e = readdir(d)) != NULL)
         if (e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")))
-            if (shim_store_join(p, sizeof(p), dir, e->d_name) == 0)
+            if (shim_fileio_join(p, sizeof(p), dir, e->d_name) == 0)
                 unlink(p);
     if (d)
         closedir(d);
@@ -89,7 +83,7 @@ static int read_meta(const char *dir, struct shim_container *c, char owner[65])
     const char *s;
     int deleted;
 
-    if (shim_store_join(p, sizeof(p), dir, "meta") < 0 || shim_store_read(p, text, sizeof(text), 0) < 0 ||
+    if (shim_fileio_join(p, sizeof(p), dir, "meta") < 0 || shim_store_read(p, text, sizeof(text), 0) < 0 ||
         stat(p, &st) < 0 || !(j = shim_json_parse(text, strlen(text))))
         return -ENOENT;
     memset(c, 0, sizeof(*c));
@@ -134,7 +128,7 @@ static int write_meta(const char *dir, const struct shim_container *c, const cha
     cJSON_Delete(j);
     if (!text)
         return -ENOMEM;
-    rc = shim_store_join(p, sizeof(p), dir, "meta");
+    rc = shim_fileio_join(p, sizeof(p), dir, "meta");
     if (rc == 0)
         rc = shim_store_write(p, text);
     free(text);
@@ -151,7 +145,7 @@ static void bury(const char *dir, const struct shim_container *c, const char *ow
 
     while (d && (e = readdir(d)) != NULL)
         if ((e->d_name[0] == 'f' || e->d_name[0] == 'm') && e->d_name[1] == '-' &&
-            shim_store_join(p, sizeof(p), dir, e->d_name) == 0)
+            shim_fileio_join(p, sizeof(p), dir, e->d_name) == 0)
             unlink(p);
     if (d)
         closedir(d);
@@ -160,7 +154,7 @@ static void bury(const char *dir, const struct shim_container *c, const char *ow
 
 static int expired(const struct shim_container *c)
 {
-    return c->minutes > 0 && (long long)time(NULL) > c->last_active_at + 60LL * c->minutes;
+    return c->minutes > 0 && (long long)shim_clock_wall_s() > c->last_active_at + 60LL * c->minutes;
 }
 
 /* Opens cid's directory for identity: 0 with dir (and *c) filled, or
@@ -192,8 +186,8 @@ static void touch(const char *dir, struct shim_container *c)
 {
     char p[SHIM_PATH_MAX + 8];
 
-    if (shim_store_join(p, sizeof(p), dir, "meta") == 0 && utimensat(AT_FDCWD, p, NULL, 0) == 0)
-        c->last_active_at = (long long)time(NULL);
+    if (shim_fileio_join(p, sizeof(p), dir, "meta") == 0 && utimensat(AT_FDCWD, p, NULL, 0) == 0)
+        c->last_active_at = (long long)shim_clock_wall_s();
 }
 
 int shim_cstore_find(const struct shim_config *cfg, const char *identity, const char *cid,
@@ -218,7 +212,7 @@ int shim_cstore_issued(const struct shim_config *cfg, const char *cid)
     struct stat st;
 
     if (!cid || strncmp(cid, "cntr_", 5) || dir_of(cfg, cid, dir, sizeof(dir)) < 0 ||
-        shim_store_join(p, sizeof(p), dir, "meta") < 0)
+        shim_fileio_join(p, sizeof(p), dir, "meta") < 0)
         return 0;
     return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -240,10 +234,10 @@ static int each_container(const struct shim_config *cfg, const char *identity,
     if (!(d = opendir(root)))
         return -errno;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || shim_store_join(dir, sizeof(dir), root, e->d_name) < 0)
+        if (e->d_name[0] == '.' || shim_fileio_join(dir, sizeof(dir), root, e->d_name) < 0)
             continue;
         rc = read_meta(dir, &c, owner);
-        if (rc == -ESTALE && (long long)time(NULL) > c.last_active_at + TOMBSTONE_S)
+        if (rc == -ESTALE && (long long)shim_clock_wall_s() > c.last_active_at + TOMBSTONE_S)
             remove_tree(dir); /* anyone's old tombstone */
         if (rc < 0 || (identity && strcmp(owner, identity)))
             continue;
@@ -275,7 +269,7 @@ int shim_cstore_create(const struct shim_config *cfg, const char *identity,
         return rc;
     if (mkdir(dir, 0700) < 0)
         return errno == EEXIST ? -EEXIST : -errno;
-    c->order = now_us();
+    c->order = (long long)shim_clock_wall_us();
     c->created_at = c->last_active_at = c->order / 1000000;
     if (!c->memory_limit[0])
         snprintf(c->memory_limit, sizeof(c->memory_limit), "1g");
@@ -372,7 +366,7 @@ static void add_notice(const char *dir, const char *path)
 {
     char p[SHIM_PATH_MAX + 16], text[NOTICE_MAX] = "", line[600];
 
-    if (shim_store_join(p, sizeof(p), dir, "notice") < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, "notice") < 0)
         return;
     if (shim_store_read(p, text, sizeof(text), 0) < 0)
         text[0] = '\0';
@@ -390,7 +384,7 @@ int shim_cstore_take_notice(const struct shim_config *cfg, const char *identity,
     int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
 
     out[0] = '\0';
-    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "notice") < 0)
+    if (rc < 0 || shim_fileio_join(p, sizeof(p), dir, "notice") < 0)
         return rc < 0 ? rc : -ENAMETOOLONG;
     if (shim_store_read(p, out, n, 0) < 0) {
         out[0] = '\0';
@@ -406,7 +400,7 @@ int shim_cstore_served(const struct shim_config *cfg, const char *identity, cons
     char dir[SHIM_PATH_MAX], p[SHIM_PATH_MAX + 16];
     int rc = open_dir(cfg, identity, cid, dir, sizeof(dir), &c);
 
-    if (rc < 0 || shim_store_join(p, sizeof(p), dir, "served") < 0)
+    if (rc < 0 || shim_fileio_join(p, sizeof(p), dir, "served") < 0)
         return rc < 0 ? rc : -ENAMETOOLONG;
     if (access(p, F_OK) == 0)
         return 1;
@@ -576,7 +570,7 @@ static int put(const struct shim_config *cfg, const char *identity, const char *
     snprintf(f.path, sizeof(f.path), "%s", path);
     snprintf(f.source, sizeof(f.source), "%s", source);
     f.bytes = (long long)len;
-    f.order = now_us();
+    f.order = (long long)shim_clock_wall_us();
     f.created_at = f.order / 1000000;
     j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "path", f.path);

@@ -6,7 +6,6 @@
 #include "clock.h"
 #include "guard.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,39 +102,14 @@ void shim_http_resp_free(struct shim_http_resp *r)
     r->len = 0;
 }
 
-long shim_http_retry_after(const char *v, time_t now)
-{
-    struct tm tm;
-    const char *end;
-    long n = 0;
-
-    if (!v)
-        return -1;
-    while (*v == ' ' || *v == '\t')
-        v++;
-    if (isdigit((unsigned char)*v)) {
-        for (; isdigit((unsigned char)*v); v++)
-            n = n < 100000000 ? n * 10 + (*v - '0') : n;
-        while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n')
-            v++;
-        return *v ? -1 : n;
-    }
-    memset(&tm, 0, sizeof(tm));
-    end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    if (!end)
-        return -1;
-    n = (long)(timegm(&tm) - now);
-    return n < 0 ? 0 : n;
-}
-
 /* A header line: the status line starts a new answer (only the last one
- * counts); Retry-After and X-Next-Token (e2b's paging) are the headers
- * read. */
+ * counts); X-Next-Token (e2b's paging) is the header read, and whether
+ * the answer has a Retry-After (its value is libcurl's to parse:
+ * CURLINFO_RETRY_AFTER). */
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
     struct call *k = ud;
     size_t len = sz * n;
-    char line[256];
 
     if (len >= 5 && !memcmp(p, "HTTP/", 5)) {
         const char *sp = memchr(p, ' ', len);
@@ -145,11 +119,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
         k->stream = k->rq->on_line && k->r->status >= 200 && k->r->status < 300;
         return len;
     }
-    if (len > 12 && len < sizeof(line) && !strncasecmp(p, "Retry-After:", 12)) {
-        memcpy(line, p + 12, len - 12);
-        line[len - 12] = '\0';
-        k->r->retry_after_s = shim_http_retry_after(line, time(NULL));
-    }
+    if (len > 12 && !strncasecmp(p, "Retry-After:", 12))
+        k->r->retry_after_s = 0; /* present: CURLINFO_RETRY_AFTER says how long */
     if (len > 13 && len - 13 < sizeof(k->r->next_token) && !strncasecmp(p, "X-Next-Token:", 13)) {
         size_t a = 13, b = len;
 
@@ -302,6 +273,13 @@ int shim_http_do(struct shim_http *c, const struct shim_http_req *rq, struct shi
     rc = hl ? setup(c, rq, &k, hl, errbuf) : CURLE_OUT_OF_MEMORY;
     if (rc == CURLE_OK)
         rc = c->api->easy_perform(c->h);
+    if (r->retry_after_s >= 0) {
+        /* delay-seconds or an HTTP-date, as seconds from now */
+        curl_off_t ra = 0;
+        if (c->api->easy_getinfo(c->h, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
+            ra = 0;
+        r->retry_after_s = ra > 100000000 ? 100000000 : (long)ra;
+    }
     c->api->easy_setopt(c->h, CURLOPT_ERRORBUFFER, (char *)NULL);
     c->api->easy_setopt(c->h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
     if (hl)

@@ -80,8 +80,4 @@ void shim_http_close(struct shim_http *h);
 int shim_http_do(struct shim_http *h, const struct shim_http_req *rq, struct shim_http_resp *r);
 void shim_http_resp_free(struct shim_http_resp *r);
 
-/* A Retry-After value (delay-seconds or an IMF-fixdate) as seconds from
- * now; -1 when it is neither. Pure. */
-long shim_http_retry_after(const char *value, time_t now);
-
 #endif

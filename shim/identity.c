@@ -1,4 +1,5 @@
-/* identity.c - see identity.h. Pure: no I/O, no globals, no allocation.
+/* identity.c - see identity.h. Pure: no I/O, no globals; URLs are read
+ * and decoded by url.c (libcurl's parser).
  *
  * Each piece of credential material becomes one entry, the SHA-256 of
  * (kind, canonical name, value); the identity is the hash of the sorted
@@ -8,7 +9,7 @@
 #include "identity.h"
 
 #include "sha256.h"
-#include "text.h"
+#include "url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,23 +29,16 @@ struct collect {
     char key[SHIM_IDENTITY_SIZE]; /* identity of the first of those */
 };
 
-static void hex16(const unsigned char *d, char out[SHIM_IDENTITY_SIZE])
-{
-    shim_text_hex(d, 16, out);
-}
-
 /* SHA-256 over KEY_TAG NUL key NUL, as store.c named identities. */
 static void key_hash(const void *p, size_t n, char out[SHIM_IDENTITY_SIZE])
 {
     struct shim_sha256 s;
-    unsigned char d[32];
 
     shim_sha256_init(&s);
     shim_sha256_update(&s, KEY_TAG, sizeof(KEY_TAG));
     shim_sha256_update(&s, p, n);
     shim_sha256_update(&s, "", 1);
-    shim_sha256_final(&s, d);
-    hex16(d, out);
+    shim_sha256_final_hex(&s, 16, out);
 }
 
 void shim_identity_key(const char *api_key, char out[SHIM_IDENTITY_SIZE])
@@ -205,47 +199,18 @@ static void update_lower(struct shim_sha256 *s, const char *p, size_t n)
     }
 }
 
-/* The byte at p[*i] of p[0..n), a %XX escape decoded; advances *i. */
-static char decoded_at(const char *p, size_t n, size_t *i)
-{
-    size_t k = *i;
-
-    *i = k + 1;
-    if (p[k] == '%' && k + 2 < n && shim_text_hexval(p[k + 1]) >= 0 && shim_text_hexval(p[k + 2]) >= 0) {
-        *i = k + 3;
-        return (char)(shim_text_hexval(p[k + 1]) * 16 + shim_text_hexval(p[k + 2]));
-    }
-    return p[k];
-}
-
-/* Percent-decodes p[0..n) into out (at most cap bytes); returns the
- * decoded length, which may exceed cap (the rest is not written). */
-static size_t decode(const char *p, size_t n, char *out, size_t cap)
-{
-    size_t i = 0, k = 0;
-
-    while (i < n) {
-        char ch = decoded_at(p, n, &i);
-        if (k < cap)
-            out[k] = ch;
-        k++;
-    }
-    return k;
-}
-
+/* p[0..n) percent-decoded into s (url.c); the bytes as they are when
+ * they cannot be decoded, so they still count. */
 static void update_decoded(struct shim_sha256 *s, const char *p, size_t n)
 {
-    char buf[128];
-    size_t i = 0, k = 0;
+    size_t k;
+    char *d = shim_url_unescape(p, n, 0, &k);
 
-    while (i < n) {
-        buf[k++] = decoded_at(p, n, &i);
-        if (k == sizeof(buf)) {
-            shim_sha256_update(s, buf, k);
-            k = 0;
-        }
-    }
-    shim_sha256_update(s, buf, k);
+    if (d)
+        shim_sha256_update(s, d, k);
+    else
+        shim_sha256_update(s, p, n);
+    free(d);
 }
 
 /* Adds a finished entry; key: the identity of a recognised API key. */
@@ -334,16 +299,20 @@ static void add_header(struct collect *c, const char *line)
 static void add_param(struct collect *c, const char *p, size_t n)
 {
     const char *eq = memchr(p, '=', n);
-    char name[NAME_CAP];
+    char *name;
     size_t nlen, dlen;
     struct shim_sha256 s;
 
     if (!eq || eq + 1 == p + n)
         return; /* no value */
     nlen = (size_t)(eq - p);
-    dlen = decode(p, nlen, name, NAME_CAP);
-    if (dlen <= NAME_CAP && !shim_identity_credential_name(name, dlen))
-        return; /* (a longer name counts as a credential) */
+    name = shim_url_unescape(p, nlen, 0, &dlen);
+    /* (a longer name, or one that cannot be decoded, counts as a credential) */
+    if (name && dlen <= NAME_CAP && !shim_identity_credential_name(name, dlen)) {
+        free(name);
+        return;
+    }
+    free(name);
     entry_begin(&s, "query");
     update_decoded(&s, p, nlen);
     shim_sha256_update(&s, "", 1);
@@ -351,40 +320,39 @@ static void add_param(struct collect *c, const char *p, size_t n)
     entry_end(c, &s, NULL);
 }
 
+/* The URL as libcurl reads it (url.c): userinfo, and each query parameter
+ * whose name looks like a credential. A URL that cannot be read counts
+ * whole, rather separate than share (libcurl refuses it anyway). */
 static void add_url(struct collect *c, const char *url)
 {
-    static const char scheme_chars[] = "abcdefghijklmnopqrstuvwxyz"
-                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.";
-    const char *auth = url + strspn(url, scheme_chars), *q, *frag, *at = NULL, *p;
-    size_t alen, n;
+    struct shim_url u;
     struct shim_sha256 s;
+    const char *q, *end;
+    size_t n;
 
-    /* no scheme: libcurl guesses one, and the host comes first */
-    auth = auth > url && !strncmp(auth, "://", 3) ? auth + 3 : url;
-    alen = strcspn(auth, "/?#");
-    for (p = auth; p < auth + alen; p++)
-        if (*p == '@')
-            at = p;
-    if (at && at > auth) { /* user:password@host */
+    if (shim_url_parse(url, SHIM_URL_DECODE, &u) < 0) {
+        entry_begin(&s, "url");
+        shim_sha256_update(&s, url, strlen(url));
+        entry_end(c, &s, NULL);
+        return;
+    }
+    if ((u.user && u.user[0]) || u.password) { /* user:password@host */
         entry_begin(&s, "userinfo");
-        update_decoded(&s, auth, (size_t)(at - auth));
+        if (u.user)
+            shim_sha256_update(&s, u.user, strlen(u.user));
+        if (u.password) {
+            shim_sha256_update(&s, ":", 1);
+            shim_sha256_update(&s, u.password, strlen(u.password));
+        }
         entry_end(c, &s, NULL);
     }
-    q = auth + alen;
-    if (*q == '/')
-        q += strcspn(q, "?#");
-    if (*q != '?')
-        return;
-    q++;
-    frag = q + strcspn(q, "#");
     /* '&' separates parameters, and ';' too for some servers */
-    while (q < frag) {
-        n = strcspn(q, "&;#");
+    for (q = u.query; q && *q; q = *end ? end + 1 : end) {
+        n = strcspn(q, "&;");
+        end = q + n;
         add_param(c, q, n);
-        q += n;
-        if (q < frag)
-            q++;
     }
+    shim_url_free(&u);
 }
 
 static void add_options(struct collect *c, const struct shim_creds *o)
@@ -413,7 +381,6 @@ void shim_identity_of(const struct curl_slist *headers, const char *url,
 {
     struct collect c;
     struct shim_sha256 s;
-    unsigned char d[32];
     size_t i;
 
     c.n = 0;
@@ -437,8 +404,7 @@ void shim_identity_of(const struct curl_slist *headers, const char *url,
         return;
     }
     if (c.n > MAX_SORTED) {
-        shim_sha256_final(&c.ordered, d);
-        hex16(d, out);
+        shim_sha256_final_hex(&c.ordered, 16, out);
         return;
     }
     qsort(c.d, c.n, 32, cmp_digest);
@@ -446,6 +412,5 @@ void shim_identity_of(const struct curl_slist *headers, const char *url,
     shim_sha256_update(&s, SET_TAG, sizeof(SET_TAG));
     for (i = 0; i < c.n; i++)
         shim_sha256_update(&s, c.d[i], 32);
-    shim_sha256_final(&s, d);
-    hex16(d, out);
+    shim_sha256_final_hex(&s, 16, out);
 }

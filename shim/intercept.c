@@ -18,6 +18,7 @@
 #include "loop.h"
 #include "relay.h"
 #include "upload.h"
+#include "url.h"
 #include "xfer.h"
 
 #include <errno.h>
@@ -136,7 +137,7 @@ static void log_pass(const struct shim_handle_view *v, const char *why, size_t m
                      "escapes?), which codeshim's first check looks for");
         why = w.text;
     }
-    shim_log_url(v->url, url, sizeof(url));
+    shim_url_redact(v->url, url, sizeof(url));
     LOG_DEBUG("passed through %.16s %s: %s", method, url, why);
 }
 

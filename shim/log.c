@@ -65,30 +65,6 @@ void shim_log_redact(char *s)
     }
 }
 
-void shim_log_url(const char *url, char *out, size_t n)
-{
-    const char *p = url ? url : "", *scheme = strstr(p, "://"), *host, *at, *end;
-    size_t k = 0;
-
-    if (!n)
-        return;
-    host = scheme ? scheme + 3 : p;
-    end = host + strcspn(host, "/?#");
-    at = memchr(host, '@', (size_t)(end - host));
-    /* scheme, then the host without any userinfo, then the path */
-    k = (size_t)(host - p);
-    if (k >= n)
-        k = n - 1;
-    memcpy(out, p, k);
-    if (at)
-        host = at + 1;
-    end = host + strcspn(host, "?#");
-    if ((size_t)(end - host) >= n - k)
-        end = host + (n - k - 1);
-    memcpy(out + k, host, (size_t)(end - host));
-    out[k + (size_t)(end - host)] = '\0';
-}
-
 void shim_log_write(int level, const char *func, const char *fmt, ...)
 {
     char line[2048];

@@ -23,10 +23,6 @@ void shim_log_write(int level, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Masks secrets in place: "Bearer x", "sk-...", "e2b_..." tokens. */
 void shim_log_redact(char *s);
-/* url as it may appear in logs, traces and files: without user:password@
- * and without the query and fragment (clients put keys there:
- * ?api-key=..., ?key=...). */
-void shim_log_url(const char *url, char *out, size_t n);
 
 #define SHIM_LOG(lvl, ...)                                                     \
     do {                                                                       \

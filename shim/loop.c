@@ -18,6 +18,7 @@
 #include "stream.h"
 #include "trace.h"
 #include "upstream.h"
+#include "url.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -737,13 +738,13 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
         ask_stream(&r, up);
     if (shim_log_enabled(SHIM_LOG_INFO)) {
         char url[1024];
-        shim_log_url(v->url, url, sizeof(url));
+        shim_url_redact(v->url, url, sizeof(url));
         LOG_INFO("intercepted %s request to %s (tool \"%s\"%s)", r.ops->name, url,
                  r.cv.tool_name, r.cv.stream ? ", streaming" : "");
     }
     if (shim_trace_enabled()) {
         char url[1024];
-        shim_log_url(v->url, url, sizeof(url));
+        shim_url_redact(v->url, url, sizeof(url));
         shim_trace_request(r.id, r.ops->name, url, shim_json_str(req, "model"), r.cv.stream);
     }
     while (step(&r, u, up, &rep, &rc) && shim_sink_ok(&r.sink))

@@ -7,7 +7,7 @@
  * one answer. A program that asked for a stream gets one as the loop runs:
  * the upstream is asked to stream too and its events are relayed as they
  * arrive (live.h); an upstream that answers whole is synthesised from
- * (stream.h). Errors follow DESIGN.md: an upstream error status reaches
+ * (stream.h). Errors: an upstream error status reaches
  * the program as received, a network failure as the same CURLcode, a
  * sandbox failure as tool output. */
 #ifndef SHIM_LOOP_H

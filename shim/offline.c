@@ -1,6 +1,7 @@
 /* offline.c - see offline.h. */
 #include "offline.h"
 
+#include "clock.h"
 #include "conv.h"
 #include "ids.h"
 #include "json.h"
@@ -237,7 +238,7 @@ static cJSON *responses_reply(const cJSON *req, const char *tool,
     shim_id_make(id, sizeof(id), "resp_", 48);
     cJSON_AddStringToObject(r, "id", id);
     cJSON_AddStringToObject(r, "object", "response");
-    cJSON_AddNumberToObject(r, "created_at", (double)time(NULL));
+    cJSON_AddNumberToObject(r, "created_at", (double)shim_clock_wall_s());
     cJSON_AddStringToObject(r, "status", "completed");
     cJSON_AddNullToObject(r, "error");
     cJSON_AddNullToObject(r, "incomplete_details");
@@ -304,7 +305,7 @@ static cJSON *chat_reply(const cJSON *req, const char *tool, const struct shim_o
     shim_id_make(id, sizeof(id), "chatcmpl-", 29);
     cJSON_AddStringToObject(r, "id", id);
     cJSON_AddStringToObject(r, "object", "chat.completion");
-    cJSON_AddNumberToObject(r, "created", (double)time(NULL));
+    cJSON_AddNumberToObject(r, "created", (double)shim_clock_wall_s());
     cJSON_AddStringToObject(r, "model", model ? model : "codeshim-offline");
     choices = cJSON_AddArrayToObject(r, "choices");
     ch = cJSON_CreateObject();

@@ -291,7 +291,7 @@ int shim_proto_result_from_json(const cJSON *j, struct shim_exec_result *r)
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(j, "files");
     const cJSON *secs = cJSON_GetObjectItemCaseSensitive(j, "seconds");
     const char *logs = shim_json_str(j, "logs");
-    size_t ni = (size_t)cJSON_GetArraySize(imgs), nf = (size_t)cJSON_GetArraySize(files);
+    size_t nf = (size_t)cJSON_GetArraySize(files);
     int oom = 0;
 
     memset(r, 0, sizeof(*r));
@@ -302,16 +302,11 @@ int shim_proto_result_from_json(const cJSON *j, struct shim_exec_result *r)
     r->logs = strdup(logs);
     r->logs_len = strlen(logs);
     r->seconds = cJSON_IsNumber(secs) ? secs->valuedouble : 0;
-    if (ni && !(r->images = calloc(ni, sizeof(*r->images))))
-        oom = 1;
-    if (!r->images)
-        imgs = NULL;
     cJSON_ArrayForEach(it, imgs)
     {
-        struct shim_exec_image *im = &r->images[r->nimages++];
-        im->mime = strdup("image/png");
-        im->base64 = strdup(shim_json_str(it, "base64"));
-        oom |= !im->mime || !im->base64;
+        if (!oom && shim_exec_image_add(&r->images, &r->nimages, "image/png",
+                                        shim_json_str(it, "base64")) < 0)
+            oom = 1;
     }
     if (nf && !(r->files = calloc(nf, sizeof(*r->files))))
         oom = 1;

@@ -4,8 +4,10 @@
  * beside <runtime>/containers/ (cstore.h), which holds neither. */
 #include "quota.h"
 
+#include "clock.h"
 #include "config.h"
 #include "proto.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -39,10 +41,10 @@ static int holds(const char *dir)
     int fd;
 
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-        shim_store_join(p, sizeof(p), dir, "sock") < 0)
+        shim_fileio_join(p, sizeof(p), dir, "sock") < 0)
         return 0;
     if (lstat(p, &st) < 0)
-        return lstat(dir, &st) == 0 && time(NULL) - st.st_mtime < STARTING_S;
+        return lstat(dir, &st) == 0 && shim_clock_wall_s() - st.st_mtime < STARTING_S;
     fd = shim_proto_socket(dir, 0);
     if (fd < 0)
         return 0;
@@ -61,7 +63,7 @@ static int count_in(const char *parent, int hex, const char *skip)
 
     while (d && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.' || (hex && !is_hex32(e->d_name)) ||
-            shim_store_join(p, sizeof(p), parent, e->d_name) < 0 || (skip && !strcmp(p, skip)))
+            shim_fileio_join(p, sizeof(p), parent, e->d_name) < 0 || (skip && !strcmp(p, skip)))
             continue;
         n += holds(p);
     }
@@ -82,11 +84,11 @@ static void count(const char *root, const char *self, const char *host, int *ses
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
         if (e->d_name[0] == '.' || !strcmp(e->d_name, "containers") || /* cstore.c's */
-            shim_store_join(id, sizeof(id), root, e->d_name) < 0 ||
+            shim_fileio_join(id, sizeof(id), root, e->d_name) < 0 ||
             lstat(id, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         *sessions += count_in(id, 1, self);
-        if (shim_store_join(hd, sizeof(hd), id, "hosts") == 0)
+        if (shim_fileio_join(hd, sizeof(hd), id, "hosts") == 0)
             *hosts += count_in(hd, 0, host);
     }
     if (d)

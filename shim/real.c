@@ -119,6 +119,11 @@ static void bind_multi(enum shim_flavor f, struct shim_curl_api *a)
     BIND_OPT(multi_assign, "curl_multi_assign");
     BIND_OPT(multi_cleanup, "curl_multi_cleanup");
     BIND_OPT(url_get, "curl_url_get");
+    BIND_OPT(url, "curl_url");
+    BIND_OPT(url_set, "curl_url_set");
+    BIND_OPT(url_cleanup, "curl_url_cleanup");
+    BIND_OPT(easy_escape, "curl_easy_escape");
+    BIND_OPT(easy_unescape, "curl_easy_unescape");
     BIND_OPT(free, "curl_free");
 }
 

@@ -50,6 +50,12 @@ struct shim_curl_api {
     CURLMcode (*multi_cleanup)(CURLM *);
     /* CURLOPT_CURLU's URL (handles.c); NULL in a libcurl without them */
     CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
+    /* url.c's parser and escapes; NULL in a libcurl without them */
+    CURLU *(*url)(void);
+    CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
+    void (*url_cleanup)(CURLU *);
+    char *(*easy_escape)(CURL *, const char *, int);
+    char *(*easy_unescape)(CURL *, const char *, int, int *);
     void (*free)(void *);
     /* [text_lo, text_lo + text_len): libcurl's own code, so a call into a
      * wrapper from there is libcurl calling itself (shim_real_from_libcurl);

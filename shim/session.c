@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "quota.h"
 #include "sha256.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <dirent.h>
@@ -58,20 +59,6 @@ struct shim_session {
 
 /* ---------------- names ---------------- */
 
-/* 32 hex digits of SHA-256 over tag and the parts, each NUL-terminated
- * (so no two lists of parts hash alike). */
-static void hash_parts(const char *tag, const char *const *parts, size_t n, char out[65])
-{
-    struct shim_sha256 s;
-    size_t i;
-
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    for (i = 0; i < n; i++)
-        shim_sha256_update(&s, parts[i], strlen(parts[i]) + 1);
-    shim_sha256_final_hex(&s, 16, out);
-}
-
 /* e2b's settings, the key only as a hash ("" for other backends). */
 static void e2b_settings(const struct shim_config *cfg, char *out, size_t n)
 {
@@ -96,7 +83,7 @@ void shim_session_settings(const struct shim_config *cfg, char out[65])
              cfg->cpu_time_s, cfg->exec_timeout_s, cfg->output_cap,
              (unsigned long long)cfg->inodes_limit, cfg->open_files_limit);
     e2b_settings(cfg, e2b, sizeof(e2b));
-    hash_parts("codeshim-settings-v1", parts, e2b[0] ? 5 : 4, out);
+    shim_sha256_tagged_hex("codeshim-settings-v1", parts, e2b[0] ? 5 : 4, 16, out);
 }
 
 void shim_session_name(const char *identity, const char *session_id, const char *settings,
@@ -104,7 +91,7 @@ void shim_session_name(const char *identity, const char *session_id, const char 
 {
     const char *parts[3] = {identity, settings, session_id};
 
-    hash_parts("codeshim-session-v2", parts, 3, out);
+    shim_sha256_tagged_hex("codeshim-session-v2", parts, 3, 16, out);
 }
 
 /* The session a request's code runs in: an explicit container's own
@@ -128,8 +115,8 @@ static void container_file(const char *iddir, const char *cid, const char *setti
     const char *parts[2] = {cid, settings};
     char h[68] = "c-";
 
-    hash_parts("codeshim-container-v2", parts, 2, h + 2);
-    shim_store_join(out, n, iddir, h);
+    shim_sha256_tagged_hex("codeshim-container-v2", parts, 2, 16, h + 2);
+    shim_fileio_join(out, n, iddir, h);
 }
 
 /* ---------------- the supervisor's socket ---------------- */
@@ -155,7 +142,7 @@ static void remove_dir(const char *dir)
     size_t i;
 
     for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (shim_store_join(p, sizeof(p), dir, files[i]) == 0)
+        if (shim_fileio_join(p, sizeof(p), dir, files[i]) == 0)
             unlink(p);
     rmdir(dir);
 }
@@ -195,7 +182,7 @@ static void close_session(const char *dir, int timeout_ms)
     }
     if (fd >= 0)
         close(fd);
-    if (!ok && shim_store_join(p, sizeof(p), dir, "pid") == 0 && shim_store_read(p, pidtxt, sizeof(pidtxt), 1) == 0) {
+    if (!ok && shim_fileio_join(p, sizeof(p), dir, "pid") == 0 && shim_store_read(p, pidtxt, sizeof(pidtxt), 1) == 0) {
         long pid = strtol(pidtxt, NULL, 10);
         if (pid > 1)
             kill((pid_t)pid, SIGTERM);
@@ -227,7 +214,7 @@ static int deleted_file(const char *iddir, const char *name, char *out, size_t n
     if (!iddir[0] || !shim_session_is_name(name))
         return -ENOENT;
     snprintf(f, sizeof(f), "d-%s", name);
-    return shim_store_join(out, n, iddir, f);
+    return shim_fileio_join(out, n, iddir, f);
 }
 
 /* The container a deletion ended for b's session, taken (""/-ENOENT if
@@ -337,10 +324,10 @@ static int host_dir(const struct shim_session *b, char *out, size_t n)
     char hosts[SHIM_PATH_MAX];
     int rc;
 
-    if ((rc = shim_store_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
+    if ((rc = shim_fileio_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
         (rc = shim_store_private_dir(hosts)) < 0)
         return rc;
-    if ((rc = shim_store_join(out, n, hosts, b->settings)) < 0)
+    if ((rc = shim_fileio_join(out, n, hosts, b->settings)) < 0)
         return rc;
     return shim_store_private_dir(out);
 }
@@ -435,7 +422,7 @@ static void make_room(const struct shim_config *cfg, const char *iddir, const ch
         struct stat st;
         if (!shim_session_is_name(e->d_name) || !strcmp(e->d_name, keep))
             continue;
-        if (shim_store_join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (shim_fileio_join(p, sizeof(p), iddir, e->d_name) < 0 || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         if (!alive(p)) {
             remove_dir(p);
@@ -476,7 +463,7 @@ static int attach(struct shim_session *b, int *created)
         }
         *created = 1;
     }
-    if ((rc = shim_store_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
+    if ((rc = shim_fileio_join(p, sizeof(p), b->dir, "cntr")) < 0 ||
         (rc = shim_store_read(p, b->cid, sizeof(b->cid), 1)) < 0)
         return rc;
     container_file(b->iddir, b->cid, b->settings, cf, sizeof(cf));
@@ -495,7 +482,7 @@ static int find_container(struct shim_session *b, const char *cid)
     if (shim_store_read(cf, name, sizeof(name), 1) < 0 || !shim_session_is_name(name))
         return 0;
     snprintf(b->name, sizeof(b->name), "%s", name);
-    return shim_store_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
+    return shim_fileio_join(b->dir, sizeof(b->dir), b->iddir, name) == 0 && alive(b->dir);
 }
 
 static void expired_note(struct shim_session *b, const char *old)
@@ -560,17 +547,8 @@ static int open_private(struct shim_session *b, const struct shim_session_req *r
  * named with hashes that reveal neither the key nor the session id:
  *   owner   = H(identity)               the per-identity cap counts these
  *   salt    = H(identity, settings)     container ids derive from it
- *   session = shim_session_name(identity, session id, settings) */
-static void remote_hash(const char *tag, const char *a, const char *b, char out[65])
-{
-    struct shim_sha256 s;
-
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    shim_sha256_update(&s, b, strlen(b) + 1);
-    shim_sha256_final_hex(&s, 16, out);
-}
+ *   session = shim_session_name(identity, session id, settings)
+ * (shim_sha256_tagged_hex, 32 digits). */
 
 /* One lookup (or, unless find_only, a sandbox made) in the backend:
  * by session name when session is set, else by container cid. */
@@ -578,11 +556,12 @@ static int remote_open(const struct shim_config *cfg, const struct shim_session_
                        const char *settings, const char *session, const char *cid,
                        int find_only, struct shim_sandbox **sb)
 {
+    const char *owned[] = {rq->identity, ""}, *salted[] = {rq->identity, settings};
     char owner[65], salt[65];
     struct shim_sandbox_tag tag;
 
-    remote_hash("codeshim-e2b-owner-v1", rq->identity, "", owner);
-    remote_hash("codeshim-e2b-salt-v1", rq->identity, settings, salt);
+    shim_sha256_tagged_hex("codeshim-e2b-owner-v1", owned, 2, 16, owner);
+    shim_sha256_tagged_hex("codeshim-e2b-salt-v1", salted, 2, 16, salt);
     memset(&tag, 0, sizeof(tag));
     tag.owner = owner;
     tag.salt = salt;
@@ -746,7 +725,7 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         rc = attach(b, &created); /* a container of a session, named later */
     } else if (keyed) {
         keyed_name(rq->identity, rq->session_id, b->bind, b->settings, b->name);
-        rc = shim_store_join(b->dir, sizeof(b->dir), b->iddir, b->name);
+        rc = shim_fileio_join(b->dir, sizeof(b->dir), b->iddir, b->name);
         if (rc == 0)
             rc = attach(b, &created);
     } else {

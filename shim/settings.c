@@ -33,112 +33,120 @@
 #define INFLIGHT_BUDGET (32 * M)
 #define INFLIGHT_MIN 16
 #define INFLIGHT_MAX 256
+/* The launcher's option: its name, the value's placeholder, whether it
+ * names a program. */
+#define OPT(name, arg, program) name, arg, program
+#define NO_OPT NULL, NULL, 0
+/* Its key in a named sandbox of CODESHIM_CONFIG (config.c). */
+#define KEY(k) k
+#define NO_KEY NULL
 
 /* Rows in parse order: CODESHIM_E2B_API_KEY before E2B_API_KEY, which
  * fills the key only when the first left it empty. */
 const struct shim_setting shim_settings[] = {
     {"CODESHIM_DISABLE", SHIM_SET_BOOL, F(disabled), 0, 0, 1, NULL, 0, 0,
-     "pure pass-through: intercept nothing"},
+     "pure pass-through: intercept nothing", NO_OPT, NO_KEY},
     {"CODESHIM_OFFLINE", SHIM_SET_BOOL, F(offline), 0, 0, 1, NULL, 0, 0,
-     "answer with the built-in offline model; no network"},
+     "answer with the built-in offline model; no network", OPT("offline", NULL, 0), NO_KEY},
     {"CODESHIM_MAX_LOOPS", SHIM_SET_NUM, F(max_loops), 10, 1, 1000, NULL, 0, 0,
-     "executions per request"},
+     "executions per request", OPT("max-loops", "N", 0), NO_KEY},
     {"CODESHIM_EXEC_TIMEOUT", SHIM_SET_NUM, F(exec_timeout_s), 60, 1, 86400, NULL, 0, 0,
-     "wall-clock seconds per execution"},
+     "wall-clock seconds per execution", OPT("timeout", "SECONDS", 0), KEY("timeout")},
     {"CODESHIM_OUTPUT_CAP", SHIM_SET_SIZE, F(output_cap), 20000, 256, 10 * M, NULL, 0, 0,
-     "bytes of tool output the model sees per execution"},
+     "bytes of tool output the model sees per execution", OPT("output-cap", "BYTES", 0),
+     KEY("output_cap")},
     {"CODESHIM_MAX_REQUEST", SHIM_SET_SIZE, F(max_request), 32 * M, 4 * K, G, NULL, 0, 0,
-     "larger request bodies pass through untouched"},
+     "larger request bodies pass through untouched", NO_OPT, NO_KEY},
     {"CODESHIM_MAX_RESPONSE", SHIM_SET_SIZE, F(max_response), 64 * M, 4 * K, G, NULL, 0, 0,
-     "largest upstream answer read"},
+     "largest upstream answer read", NO_OPT, NO_KEY},
     {"CODESHIM_LOG", SHIM_SET_LEVEL, F(log_level), SHIM_LOG_WARN, 0, 3,
-     "error|warn|info|debug", 0, 0, "log level"},
+     "error|warn|info|debug", 0, 0, "log level", OPT("log", "LEVEL", 0), NO_KEY},
     {"CODESHIM_LOG_FILE", SHIM_SET_STR, F(log_file), 0, 0, 0, "", 0, 0,
-     "append the log here instead of stderr"},
+     "append the log here instead of stderr", OPT("log-file", "FILE", 0), NO_KEY},
     {"CODESHIM_PYTHON", SHIM_SET_STR, F(python), 0, 0, 0, "/usr/bin/python3", 0, 0,
-     "the local sandbox's Python"},
+     "the local sandbox's Python", OPT("python", "PATH", 1), KEY("python")},
     {"CODESHIM_SANDBOX", SHIM_SET_WORD, F(sandbox), 0, 0, 0, "local|e2b", 0, 1,
-     "sandbox backend"},
+     "sandbox backend", OPT("sandbox", "NAME", 0), KEY("backend")},
     {"TMPDIR", SHIM_SET_STR, F(tmpdir), 0, 0, 0, "/tmp", 0, 0,
-     "where local sandboxes' work directories live"},
+     "where local sandboxes' work directories live", NO_OPT, NO_KEY},
     {"CODESHIM_RECORD", SHIM_SET_STR, F(record_dir), 0, 0, 0, "", 0, 0,
-     "save each upstream exchange in this directory"},
+     "save each upstream exchange in this directory", OPT("record", "DIR", 0), NO_KEY},
     {"CODESHIM_REPLAY", SHIM_SET_STR, F(replay_dir), 0, 0, 0, "", 0, 0,
-     "answer upstream calls from this directory; no network"},
+     "answer upstream calls from this directory; no network", OPT("replay", "DIR", 0), NO_KEY},
     {"CODESHIM_CASSETTE", SHIM_SET_STR, F(cassette), 0, 0, 0, "", 0, 0,
-     "a cassette (file or folder) of upstream exchanges to replay and record"},
+     "a cassette (file or folder) of upstream exchanges to replay and record", NO_OPT, NO_KEY},
     {"CODESHIM_RECORD_MODE", SHIM_SET_WORD, F(record_mode), 0, 0, 0, "once|new|none|all", 0, 0,
      "once: record only into a new cassette; new: record what is missing; none: replay only; "
-     "all: record everything"},
+     "all: record everything", NO_OPT, NO_KEY},
     {"CODESHIM_MATCH_IGNORE", SHIM_SET_STR, F(match_ignore), 0, 0, 0, "", 0, 0,
-     "request fields a cassette does not match on (comma-separated dot paths)"},
+     "request fields a cassette does not match on (comma-separated dot paths)", NO_OPT, NO_KEY},
     {"CODESHIM_SCRIPT", SHIM_SET_STR, F(script), 0, 0, 0, "", 0, 0,
-     "a YAML script of the model's answers: a deterministic model for tests"},
+     "a YAML script of the model's answers: a deterministic model for tests", NO_OPT, NO_KEY},
     {"CODESHIM_TRACE", SHIM_SET_STR, F(trace_file), 0, 0, 0, "", 0, 0,
-     "append JSON Lines trace events to this file"},
+     "append JSON Lines trace events to this file", OPT("trace", "FILE", 0), NO_KEY},
     {"CODESHIM_SESSION_TTL", SHIM_SET_NUM, F(session_ttl_s), 900, 1, SHIM_SESSION_TTL_MAX,
-     NULL, 0, 0, "idle seconds before a session closes"},
+     NULL, 0, 0, "idle seconds before a session closes", NO_OPT, NO_KEY},
     {"CODESHIM_SESSION_CAP", SHIM_SET_NUM, F(session_cap), 10, 1, 1000, NULL, 0, 0,
-     "live sessions per identity (the least recently used closes)"},
+     "live sessions per identity (the least recently used closes)", NO_OPT, NO_KEY},
     {"CODESHIM_USER_SESSIONS", SHIM_SET_NUM, F(user_sessions), 20, 1, 10000, NULL, 0, 0,
-     "live sessions of all the user's API keys together"},
+     "live sessions of all the user's API keys together", NO_OPT, NO_KEY},
     {"CODESHIM_USER_HOSTS", SHIM_SET_NUM, F(user_hosts), 8, 1, 1000, NULL, 0, 0,
-     "session hosts of all the user's API keys together"},
+     "session hosts of all the user's API keys together", NO_OPT, NO_KEY},
     {"CODESHIM_RUNTIME_DIR", SHIM_SET_DIR, F(runtime_dir), 0, 0, 0, NULL, 0, 0,
-     "private directory of sessions, continuations and container files"},
+     "private directory of sessions, continuations and container files", NO_OPT, NO_KEY},
     {"CODESHIM_SESSIOND", SHIM_SET_PATH, F(sessiond), 0, 0, 0, "", 0, 0,
-     "the session host program (default: next to the library)"},
+     "the session host program (default: next to the library)", NO_OPT, NO_KEY},
     {"CODESHIM_MEMORY", SHIM_SET_SIZE, F(memory_limit), G, 64 * M, T, NULL, 0, 0,
-     "memory of a local sandbox"},
+     "memory of a local sandbox", NO_OPT, KEY("memory")},
     {"CODESHIM_PROCS", SHIM_SET_NUM, F(procs_limit), 256, 16, 65536, NULL, 0, 0,
-     "processes of a local sandbox"},
+     "processes of a local sandbox", NO_OPT, KEY("procs")},
     {"CODESHIM_FILE_SIZE", SHIM_SET_SIZE, F(file_size_limit), 512 * M, M, T, NULL, 0, 0,
-     "largest file a sandbox's code may write"},
+     "largest file a sandbox's code may write", NO_OPT, KEY("file_size")},
     {"CODESHIM_DISK", SHIM_SET_SIZE, F(disk_limit), G, M, T, NULL, 0, 0,
-     "bytes of /mnt/data and of /tmp in a local sandbox"},
+     "bytes of /mnt/data and of /tmp in a local sandbox", NO_OPT, KEY("disk")},
     {"CODESHIM_INODES", SHIM_SET_NUM, F(inodes_limit), 65536, 256, 1 << 24, NULL, 0, 0,
-     "files in each of /mnt/data and /tmp"},
+     "files in each of /mnt/data and /tmp", NO_OPT, KEY("inodes")},
     {"CODESHIM_OPEN_FILES", SHIM_SET_NUM, F(open_files_limit), 1024, 64, 1 << 20, NULL, 0, 0,
-     "open files per sandbox process"},
+     "open files per sandbox process", NO_OPT, KEY("open_files")},
     {"CODESHIM_CPU_TIME", SHIM_SET_NUM, F(cpu_time_s), 3600, 1, 7 * 86400, NULL, 0, 0,
-     "CPU seconds per sandbox process"},
+     "CPU seconds per sandbox process", NO_OPT, KEY("cpu_time")},
     {"CODESHIM_UNSAFE_NO_ISOLATION", SHIM_SET_BOOL, F(unsafe_no_isolation), 0, 0, 1, NULL, 1,
-     0, "run code without bubblewrap, as the program's own user (unsafe)"},
+     0, "run code without bubblewrap, as the program's own user (unsafe)", NO_OPT, NO_KEY},
     {"CODESHIM_BWRAP", SHIM_SET_STR, F(bwrap), 0, 0, 0, "/usr/bin/bwrap", 0, 0,
-     "the bubblewrap program"},
+     "the bubblewrap program", NO_OPT, KEY("bwrap")},
     {"CODESHIM_WARM_SPARE", SHIM_SET_BOOL, F(warm_spare), 1, 0, 1, NULL, 0, 0,
-     "keep a started sandbox ready for the next request"},
+     "keep a started sandbox ready for the next request", NO_OPT, KEY("warm_spare")},
     {"CODESHIM_FORK_SERVER", SHIM_SET_BOOL, F(fork_server), 1, 0, 1, NULL, 0, 0,
-     "fork sandboxes from a server that imported the data libraries"},
+     "fork sandboxes from a server that imported the data libraries", NO_OPT, NO_KEY},
     {"CODESHIM_PRELOAD_MODULES", SHIM_SET_STR, F(preload_modules), 0, 0, 0,
-     "numpy,pandas,matplotlib.pyplot", 0, 0, "modules the fork server imports"},
+     "numpy,pandas,matplotlib.pyplot", 0, 0, "modules the fork server imports", NO_OPT, NO_KEY},
     {"CODESHIM_E2B_API_KEY", SHIM_SET_SECRET, F(e2b_api_key), 0, 0, 0, NULL, 0, 0,
-     "e2b's API key (wins over E2B_API_KEY)"},
+     "e2b's API key (wins over E2B_API_KEY)", NO_OPT, KEY("api_key")},
     {"E2B_API_KEY", SHIM_SET_SECRET, F(e2b_api_key), 0, 0, 0, NULL, 0, 0,
-     "e2b's API key, as e2b's SDKs name it"},
+     "e2b's API key, as e2b's SDKs name it", NO_OPT, NO_KEY},
     {"E2B_API_URL", SHIM_SET_STR, F(e2b_api_url), 0, 0, 0, "", 0, 0,
-     "e2b's control plane (default https://api.<E2B_DOMAIN>)"},
+     "e2b's control plane (default https://api.<E2B_DOMAIN>)", NO_OPT, KEY("api_url")},
     {"E2B_DOMAIN", SHIM_SET_STR, F(e2b_domain), 0, 0, 0, "e2b.app", 0, 0,
-     "e2b's sandbox domain"},
+     "e2b's sandbox domain", NO_OPT, KEY("domain")},
     {"CODESHIM_E2B_SANDBOX_URL", SHIM_SET_STR, F(e2b_sandbox_url), 0, 0, 0, "", 0, 0,
-     "one base URL for all in-sandbox e2b traffic"},
+     "one base URL for all in-sandbox e2b traffic", NO_OPT, KEY("sandbox_url")},
     {"CODESHIM_E2B_TEMPLATE", SHIM_SET_STR, F(e2b_template), 0, 0, 0, "code-interpreter-v1", 0,
-     0, "e2b template"},
+     0, "e2b template", NO_OPT, KEY("template")},
     {"CODESHIM_E2B_INTERNET", SHIM_SET_BOOL, F(e2b_internet), 0, 0, 1, NULL, 1, 0,
-     "let e2b sandboxes reach the internet"},
+     "let e2b sandboxes reach the internet", NO_OPT, KEY("internet")},
     {"CODESHIM_FILE_MAX", SHIM_SET_SIZE, F(file_max), 100 * M, K, 2 * G, NULL, 0, 0,
-     "largest container file"},
+     "largest container file", NO_OPT, NO_KEY},
     {"CODESHIM_FILES_DISK", SHIM_SET_SIZE, F(files_disk), G, M, T, NULL, 0, 0,
-     "container file bytes per identity"},
+     "container file bytes per identity", NO_OPT, NO_KEY},
     {"CODESHIM_USER_FILES_DISK", SHIM_SET_SIZE, F(user_files_disk), 2 * G, M, T, NULL, 0, 0,
-     "container file bytes of all the user's API keys together"},
+     "container file bytes of all the user's API keys together", NO_OPT, NO_KEY},
     {"CODESHIM_CONTAINER_MINUTES", SHIM_SET_NUM, F(container_minutes), 20, 1, 7 * 1440, NULL,
-     0, 0, "idle minutes before a request's container expires"},
+     0, 0, "idle minutes before a request's container expires", NO_OPT, NO_KEY},
     {"CODESHIM_CONFIG", SHIM_SET_STR, F(config_file), 0, 0, 0, "", 0, 0,
-     "YAML file of named sandboxes"},
+     "YAML file of named sandboxes", NO_OPT, NO_KEY},
     {"CODESHIM_MAX_INFLIGHT", SHIM_SET_NUM, F(max_inflight), DEF_BY_MEMORY, 1, 1024, NULL,
      0, 0, "intercepted multi transfers whose loops run at once (default: one per 32 MiB of "
-     "half the memory, 16..256)"},
+     "half the memory, 16..256)", NO_OPT, NO_KEY},
 };
 const size_t shim_nsettings = sizeof(shim_settings) / sizeof(shim_settings[0]);
 
@@ -151,6 +159,16 @@ const struct shim_setting *shim_setting_find(const char *var)
 
     for (i = 0; i < shim_nsettings; i++)
         if (!strcmp(shim_settings[i].var, var))
+            return &shim_settings[i];
+    return NULL;
+}
+
+const struct shim_setting *shim_setting_by_file_key(const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < shim_nsettings; i++)
+        if (shim_settings[i].file_key && !strcmp(shim_settings[i].file_key, key))
             return &shim_settings[i];
     return NULL;
 }
@@ -301,6 +319,16 @@ static void word_at(const struct shim_setting *s, long long idx, char *out, size
     snprintf(out, outsz, "%.*s", (int)strcspn(w, "|"), w);
 }
 
+int shim_setting_word(const struct shim_setting *s, const char *v, char *out, size_t outsz)
+{
+    int i;
+
+    if ((s->kind != SHIM_SET_WORD && s->kind != SHIM_SET_LEVEL) || (i = word_index(s, v)) < 0)
+        return -EINVAL;
+    word_at(s, i, out, outsz);
+    return i;
+}
+
 /* Why v is no good (NULL: it is), and the number or word index it means. */
 static const char *judge(const struct shim_setting *s, const char *v, long long *n)
 {
@@ -365,7 +393,8 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
     case SHIM_SET_NUM:
     case SHIM_SET_SIZE:
         if (s->def == DEF_BY_MEMORY)
-            snprintf(def, n, "by memory (%d..%d)", INFLIGHT_MIN, INFLIGHT_MAX);
+            snprintf(def, n, "one per 32 MiB of half the memory (%d to %d)", INFLIGHT_MIN,
+                     INFLIGHT_MAX);
         else
             fmt_value(s, s->def, def, n);
         fmt_value(s, s->lo, lo, sizeof(lo));
@@ -378,7 +407,8 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
         snprintf(range, n, "%s", s->text);
         break;
     case SHIM_SET_DIR: /* get_runtime_dir's rule */
-        snprintf(def, n, "/run/codeshim for root, else $XDG_RUNTIME_DIR/codeshim, else "
+        snprintf(def, n, "/run/codeshim for root, else $XDG_RUNTIME_DIR/codeshim (when it is "
+                 "the user's own, 0700), else $XDG_CACHE_HOME/codeshim/run or "
                  "~/.cache/codeshim/run");
         break;
     default:

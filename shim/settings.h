@@ -1,8 +1,10 @@
 /* settings.h - the table of codeshim's settings: every variable the
  * library reads, with its kind, default, range and one line of help. The
  * parser (shim_config_parse in settings.c), the check for misspelt
- * CODESHIM_* names, the launcher's option values and `make test`'s check of
- * the README and the man page all read this one table, so they cannot
+ * CODESHIM_* names, the launcher's options and --help, the keys of the
+ * CODESHIM_CONFIG file (config.c), and `make test`'s
+ * check of the README and the man page (tests/tools/settings_docs.py) all
+ * read this one table, so they cannot
  * drift. Pure: no I/O, no globals but the constant table. */
 #ifndef SHIM_SETTINGS_H
 #define SHIM_SETTINGS_H
@@ -119,6 +121,16 @@ struct shim_setting {
     int bad_is_error;         /* WORD: a bad value leaves the field empty
                                  (requests that need it fail) */
     const char *help;         /* one line, for --help and the docs */
+    /* The launcher's option that sets it (codeshim --NAME), or NULL. A
+     * BOOL option takes no value and sets "1"; a NUM or SIZE option takes
+     * digits in lo..hi; a WORD or LEVEL option one of the words; a STR
+     * option a path, made absolute (a program only when it holds a '/'). */
+    const char *option;
+    const char *arg;          /* the option's value in --help and messages */
+    int option_program;       /* STR: a program, looked up in PATH */
+    /* Its key in a named sandbox of the CODESHIM_CONFIG file ("memory"),
+     * which takes the same values, or NULL: not set per sandbox. */
+    const char *file_key;
 };
 
 extern const struct shim_setting shim_settings[];
@@ -126,6 +138,8 @@ extern const size_t shim_nsettings;
 
 /* The row of var, or NULL. */
 const struct shim_setting *shim_setting_find(const char *var);
+/* The row whose CODESHIM_CONFIG key is key, or NULL. */
+const struct shim_setting *shim_setting_by_file_key(const char *key);
 
 /* A boolean's value: 1 or 0, or -EINVAL for anything but 1/0, true/false,
  * yes/no, on/off (any case). The one reader of booleans: the environment,
@@ -137,6 +151,10 @@ int shim_setting_bool(const char *v);
  * default it falls back to; secrets are never quoted). */
 int shim_setting_check(const struct shim_setting *s, const char *v, char *why,
                        size_t whysz);
+
+/* The word of a WORD or LEVEL setting that v names (any case), as the
+ * table spells it, into out: its index, or -EINVAL. */
+int shim_setting_word(const struct shim_setting *s, const char *v, char *out, size_t outsz);
 
 /* Its default and the values it takes ("1..1000", "64M..1T",
  * "local|e2b"; "" for text), as people read them, n bytes each. */

@@ -14,6 +14,7 @@
 #include "text.h"
 
 #include <nettle/version.h>
+#include <string.h>
 
 void shim_sha256_init(struct shim_sha256 *s)
 {
@@ -51,4 +52,17 @@ void shim_sha256_hex(const void *p, size_t n, char out[65])
     shim_sha256_init(&s);
     shim_sha256_update(&s, p, n);
     shim_sha256_final_hex(&s, 32, out);
+}
+
+void shim_sha256_tagged_hex(const char *tag, const char *const *parts, size_t n, size_t nbytes,
+                            char *out)
+{
+    struct shim_sha256 s;
+    size_t i;
+
+    shim_sha256_init(&s);
+    shim_sha256_update(&s, tag, strlen(tag) + 1);
+    for (i = 0; i < n; i++)
+        shim_sha256_update(&s, parts[i], strlen(parts[i]) + 1);
+    shim_sha256_final_hex(&s, nbytes, out);
 }

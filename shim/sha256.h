@@ -18,6 +18,12 @@ void shim_sha256_final(struct shim_sha256 *s, unsigned char out[32]);
  * 2 * nbytes hex digits and a NUL: the names codeshim derives from hashes
  * (identities, sessions, cassette keys). */
 void shim_sha256_final_hex(struct shim_sha256 *s, size_t nbytes, char *out);
+/* The names codeshim derives from strings: 2 * nbytes hex digits (nbytes
+ * at most 32) and a NUL of SHA-256 over tag and each of the n parts, every
+ * one with its NUL (so no two lists of parts hash alike, and each tag
+ * names its own space). */
+void shim_sha256_tagged_hex(const char *tag, const char *const *parts, size_t n, size_t nbytes,
+                            char *out);
 /* Hex digest (65 bytes with NUL) of p[0..n). */
 void shim_sha256_hex(const void *p, size_t n, char out[65]);
 

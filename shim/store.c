@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "fileio.h"
 #include "sha256.h"
 
 #include <errno.h>
@@ -17,30 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int shim_store_join(char *out, size_t n, const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-
-    if (la + 1 + lb + 1 > n) {
-        out[0] = '\0';
-        return -ENAMETOOLONG;
-    }
-    memcpy(out, a, la);
-    out[la] = '/';
-    memcpy(out + la + 1, b, lb + 1);
-    return 0;
-}
-
 void shim_store_hash(const char *tag, const char *a, const char *b, char out[65])
 {
-    struct shim_sha256 s;
+    const char *parts[] = {a, b};
 
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    if (b)
-        shim_sha256_update(&s, b, strlen(b));
-    shim_sha256_final_hex(&s, 16, out);
+    shim_sha256_tagged_hex(tag, parts, b ? 2 : 1, 16, out);
 }
 
 static __thread char why_text[640];
@@ -165,7 +147,7 @@ int shim_store_lock(const char *dir, int wait_ms)
     char p[SHIM_PATH_MAX + 8];
     int fd, waited = 0;
 
-    if (shim_store_join(p, sizeof(p), dir, ".lock") < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, ".lock") < 0)
         return -ENAMETOOLONG;
     fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -195,7 +177,7 @@ int shim_store_mark(const char *dir, const char *name, struct shim_store_own *ow
     struct stat st;
 
     memset(own, 0, sizeof(*own));
-    if (shim_store_join(p, sizeof(p), dir, name) < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, name) < 0)
         return -ENAMETOOLONG;
     if (lstat(p, &st) < 0)
         return -errno;
@@ -211,7 +193,7 @@ int shim_store_is_own(const char *dir, const char *name, const struct shim_store
     char p[SHIM_PATH_MAX + 16];
     struct stat st;
 
-    return own->set && shim_store_join(p, sizeof(p), dir, name) == 0 && lstat(p, &st) == 0 &&
+    return own->set && shim_fileio_join(p, sizeof(p), dir, name) == 0 && lstat(p, &st) == 0 &&
            st.st_dev == own->dev && st.st_ino == own->ino &&
            st.st_ctim.tv_sec == own->ctime.tv_sec && st.st_ctim.tv_nsec == own->ctime.tv_nsec;
 }
@@ -222,7 +204,7 @@ int shim_store_unlink_own(const char *dir, const char *name, const struct shim_s
 
     if (!shim_store_is_own(dir, name, own))
         return -ESTALE;
-    if (shim_store_join(p, sizeof(p), dir, name) < 0 || unlink(p) < 0)
+    if (shim_fileio_join(p, sizeof(p), dir, name) < 0 || unlink(p) < 0)
         return -errno;
     return 0;
 }
@@ -235,25 +217,12 @@ int shim_store_identity_dir(const struct shim_config *cfg, const char *identity,
 
 int shim_store_read(const char *path, char *out, size_t n, int first_line)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    size_t got = 0;
-    ssize_t k;
+    ssize_t got = shim_fileio_read(path, O_NOFOLLOW, out, n);
 
-    if (fd < 0)
-        return -errno;
-    while (got < n - 1 && (k = read(fd, out + got, n - 1 - got)) > 0)
-        got += (size_t)k;
-    if (got == n - 1) {
-        char extra;
-        if (read(fd, &extra, 1) == 1) { /* larger than the caller allows */
-            close(fd);
-            return -EFBIG;
-        }
-    }
-    close(fd);
+    if (got < 0)
+        return (int)got;
     if (!got)
         return -EIO;
-    out[got] = '\0';
     if (first_line)
         out[strcspn(out, "\n")] = '\0';
     return 0;
@@ -301,7 +270,8 @@ int shim_store_read_all(const char *path, size_t max, char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
-    size_t got = 0;
+    size_t got;
+    ssize_t k;
     char *buf;
 
     *out = NULL;
@@ -314,14 +284,8 @@ int shim_store_read_all(const char *path, size_t max, char **out, size_t *len)
         return rc;
     }
     buf = malloc((size_t)st.st_size + 1);
-    while (buf && got < (size_t)st.st_size) {
-        ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
+    k = buf ? shim_fileio_read_fd(fd, buf, (size_t)st.st_size) : 0;
+    got = k > 0 ? (size_t)k : 0;
     close(fd);
     if (!buf)
         return -ENOMEM;
@@ -342,7 +306,7 @@ int shim_store_root(const struct shim_config *cfg, const char *sub, char *out, s
 
     if ((rc = shim_store_runtime(cfg, root, sizeof(root))) < 0)
         return rc;
-    if ((rc = shim_store_join(out, n, root, sub)) < 0)
+    if ((rc = shim_fileio_join(out, n, root, sub)) < 0)
         return rc;
     return shim_store_private_dir(out);
 }

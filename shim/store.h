@@ -24,8 +24,6 @@
 
 struct shim_config;
 
-/* out = a "/" b; -ENAMETOOLONG (out empty) when it does not fit. */
-int shim_store_join(char *out, size_t n, const char *a, const char *b);
 /* 32 hex digits of SHA-256 over tag, a and b (NUL-separated). */
 void shim_store_hash(const char *tag, const char *a, const char *b, char out[65]);
 /* Creates path 0700 if needed; 0 only if it is private to this user

@@ -2,6 +2,7 @@
  * only effect is the write function the loop hands in. */
 #include "stream.h"
 
+#include "clock.h"
 #include "argcode.h"
 #include "ids.h"
 #include "responses.h"
@@ -461,7 +462,7 @@ static int c_start(struct shim_stream *s, const cJSON *first)
     cJSON_AddStringToObject(s->chunk, "id", s->id);
     cJSON_AddStringToObject(s->chunk, "object", "chat.completion.chunk");
     cJSON_AddNumberToObject(s->chunk, "created",
-                            cJSON_IsNumber(created) ? created->valuedouble : (double)time(NULL));
+                            cJSON_IsNumber(created) ? created->valuedouble : (double)shim_clock_wall_s());
     cJSON_AddStringToObject(s->chunk, "model", model ? model : "");
     if (fp)
         cJSON_AddStringToObject(s->chunk, "system_fingerprint", fp);

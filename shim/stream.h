@@ -1,8 +1,10 @@
 /* stream.h - SSE for programs that asked for "stream": true.
  *
  * The loop reports its progress here and the stream turns it into the
- * events OpenAI itself sends (wire-formats B.2 for Responses, C.3 for
- * Chat), written as soon as they exist: a program sees each code
+ * events OpenAI itself sends (Responses: response.created, in_progress,
+ * output_item.added/done and their deltas, a terminal completed,
+ * incomplete or failed, numbered from 0; Chat: chat.completion.chunk
+ * objects, a usage chunk when asked, then [DONE]), written as soon as they exist: a program sees each code
  * execution start and end while the loop runs.
  *
  * Responses: response.created / in_progress once the first upstream reply

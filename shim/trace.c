@@ -1,6 +1,7 @@
 /* trace.c - see trace.h. */
 #include "trace.h"
 
+#include "clock.h"
 #include "config.h"
 #include "conv.h"
 #include "json.h"
@@ -11,7 +12,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 static int g_fd = -1;
@@ -36,7 +36,6 @@ int shim_trace_enabled(void)
 
 void shim_trace_emit(const char *req_id, const char *event, cJSON *fields)
 {
-    struct timeval tv;
     cJSON *line;
     char *s;
 
@@ -44,9 +43,8 @@ void shim_trace_emit(const char *req_id, const char *event, cJSON *fields)
         cJSON_Delete(fields);
         return;
     }
-    gettimeofday(&tv, NULL);
     line = cJSON_CreateObject();
-    cJSON_AddNumberToObject(line, "ts", (double)tv.tv_sec + (double)tv.tv_usec / 1e6);
+    cJSON_AddNumberToObject(line, "ts", (double)shim_clock_wall_us() / 1e6);
     cJSON_AddNumberToObject(line, "pid", (double)getpid());
     cJSON_AddStringToObject(line, "req", req_id ? req_id : "");
     cJSON_AddStringToObject(line, "event", event);

@@ -22,7 +22,7 @@ void shim_trace_emit(const char *req_id, const char *event, cJSON *fields);
 
 /* The loop's events, built here so the loop only says what happened.
  * Each is a no-op when tracing is off. url must already be redacted
- * (shim_log_url). */
+ * (shim_url_redact). */
 void shim_trace_request(const char *req_id, const char *api, const char *url,
                         const char *model, int stream);
 /* One upstream call: its timing, and its status and token counts (chat:

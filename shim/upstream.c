@@ -11,6 +11,7 @@
 #include "offline.h"
 #include "script.h"
 #include "store.h"
+#include "url.h"
 #include "yamljson.h"
 #include "sse.h"
 #include "xfer.h"
@@ -749,28 +750,38 @@ CURLcode shim_upstream_post(struct shim_upstream *u, const char *body, size_t le
 }
 
 /* The program's URL up to its API path (".../v1/responses" -> ".../v1",
- * ".../v1/containers/x/files" -> ".../v1"), then path. */
+ * ".../v1/containers/x/files" -> ".../v1"), then path (url.c reads and
+ * rebuilds it: the program's query and fragment are dropped). */
 static int sibling_url(const char *url, const char *path, char *out, size_t n)
 {
-    size_t end = strcspn(url, "?#"), cut = end;
     static const char *const tails[] = {"/chat/completions", "/responses"};
-    size_t i;
+    struct shim_url u;
+    char p[2048];
+    size_t i, end, cut;
+    int rc;
 
+    if ((rc = shim_url_parse(url, 0, &u)) < 0)
+        return rc;
+    end = cut = strlen(u.path);
     for (i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
         size_t tl = strlen(tails[i]);
-        if (end >= tl && !memcmp(url + end - tl, tails[i], tl)) {
+        if (end >= tl && !memcmp(u.path + end - tl, tails[i], tl)) {
             cut = end - tl;
             break;
         }
     }
     if (cut == end) { /* a Containers API URL: .../v1/containers/... */
-        const char *c = NULL, *p = url;
-        while ((p = strstr(p, "/containers")) != NULL && (size_t)(p - url) < end)
-            c = p++;
+        const char *c = NULL, *q = u.path;
+        while ((q = strstr(q, "/containers")) != NULL)
+            c = q++;
         if (c)
-            cut = (size_t)(c - url);
+            cut = (size_t)(c - u.path);
     }
-    return snprintf(out, n, "%.*s%s", (int)cut, url, path) < (int)n ? 0 : -ENAMETOOLONG;
+    rc = snprintf(p, sizeof(p), "%.*s%s", (int)cut, u.path, path) < (int)sizeof(p)
+             ? shim_url_with_path(url, p, out, n)
+             : -ENAMETOOLONG;
+    shim_url_free(&u);
+    return rc;
 }
 
 CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max,

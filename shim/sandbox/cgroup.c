@@ -21,6 +21,7 @@
  * descriptors opened here. */
 #include "cgroup.h"
 #include "clock.h"
+#include "fileio.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -53,35 +54,13 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static int join_path(char *out, size_t outsz, const char *a, const char *b)
-{
-    int n = snprintf(out, outsz, "%s/%s", a, b);
-
-    return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
-}
-
-/* Up to outsz-1 bytes of a small file, NUL-terminated; length or -errno. */
+/* Up to outsz-1 bytes of a small file, NUL-terminated (a longer one
+ * cut); length or -errno. */
 static ssize_t read_small(const char *path, char *out, size_t outsz)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t n = 0;
-    ssize_t r;
+    ssize_t n = shim_fileio_read(path, 0, out, outsz);
 
-    if (fd < 0)
-        return -errno;
-    while (n + 1 < outsz && (r = read(fd, out + n, outsz - 1 - n)) != 0) {
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            r = -errno;
-            close(fd);
-            return r;
-        }
-        n += (size_t)r;
-    }
-    close(fd);
-    out[n] = '\0';
-    return (ssize_t)n;
+    return n == -EFBIG ? (ssize_t)(outsz - 1) : n;
 }
 
 static int write_file(const char *dir, const char *name, const char *text)
@@ -91,7 +70,7 @@ static int write_file(const char *dir, const char *name, const char *text)
     ssize_t w;
     int fd, rc = 0;
 
-    if (join_path(path, sizeof(path), dir, name))
+    if (shim_fileio_join(path, sizeof(path), dir, name))
         return -ENAMETOOLONG;
     fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -109,7 +88,7 @@ static int has_file(const char *dir, const char *name)
 {
     char path[SHIM_CG_PATH + 64];
 
-    return join_path(path, sizeof(path), dir, name) == 0 &&
+    return shim_fileio_join(path, sizeof(path), dir, name) == 0 &&
            access(path, F_OK) == 0;
 }
 
@@ -273,7 +252,7 @@ static void probe_v2(struct shim_cgroup_info *in)
         char path[SHIM_CG_PATH + 32];
         char *slash;
 
-        if (join_path(path, sizeof(path), dir, "cgroup.subtree_control") ==
+        if (shim_fileio_join(path, sizeof(path), dir, "cgroup.subtree_control") ==
                 0 &&
             read_small(path, ctl, sizeof(ctl)) >= 0 &&
             has_word(ctl, "memory", ' ') && access(dir, W_OK) == 0) {
@@ -407,7 +386,7 @@ static void remove_leftovers(const char *base)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* alive (or not ours to ask) */
-        if (join_path(path, sizeof(path), base, e->d_name) == 0 &&
+        if (shim_fileio_join(path, sizeof(path), base, e->d_name) == 0 &&
             rmdir(path) == 0)
             LOG_DEBUG("removed the cgroup %s of a process that is gone",
                       path);
@@ -428,7 +407,7 @@ static int open_join(const char *dir)
     char path[SHIM_CG_PATH + 32];
     int fd;
 
-    if (join_path(path, sizeof(path), dir, "cgroup.procs"))
+    if (shim_fileio_join(path, sizeof(path), dir, "cgroup.procs"))
         return -ENAMETOOLONG;
     fd = open(path, O_WRONLY | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
@@ -475,7 +454,7 @@ static int make_one(struct shim_cgroup *cg, int i,
     char *dir = cg->dir[i];
     int rc;
 
-    if (join_path(dir, SHIM_CG_PATH, pl->base, name) ||
+    if (shim_fileio_join(dir, SHIM_CG_PATH, pl->base, name) ||
         snprintf(cg->rel[i], SHIM_CG_PATH, "%s%s%s", pl->rel,
                  strcmp(pl->rel, "/") ? "/" : "", name) >= SHIM_CG_PATH) {
         dir[0] = '\0';
@@ -607,7 +586,7 @@ static int kill_listed(const char *dir, const char *rel, int version,
     int fd, n = 0, digits = 0;
     ssize_t r, i;
 
-    if (join_path(path, sizeof(path), dir, "cgroup.procs"))
+    if (shim_fileio_join(path, sizeof(path), dir, "cgroup.procs"))
         return 0;
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -683,7 +662,7 @@ unsigned long long shim_cgroup_peak(const struct shim_cgroup *cg)
 
     if (!cg->memory || !cg->dir[0][0])
         return 0;
-    if (join_path(path, sizeof(path), cg->dir[0],
+    if (shim_fileio_join(path, sizeof(path), cg->dir[0],
                   cg->version[0] == 2 ? "memory.peak"
                                       : "memory.max_usage_in_bytes") ||
         read_small(path, buf, sizeof(buf)) <= 0)

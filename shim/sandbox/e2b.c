@@ -42,6 +42,7 @@
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
+#include "fileio.h"
 #include "store.h"
 
 #include <errno.h>
@@ -80,62 +81,20 @@ struct e2b {
 };
 
 /* What codeshim runs in the sandbox itself, around the model's code (each
- * an execution of its own; their names start with _cs_ and are deleted). */
-#define SETUP_PY                                                               \
-    "# codeshim: the working directory /mnt/data\n"                            \
-    "import os as _cs_os, subprocess as _cs_sp\n"                              \
-    "if not _cs_os.path.isdir('/mnt/data'):\n"                                 \
-    "    try:\n"                                                               \
-    "        _cs_os.makedirs('/mnt/data')\n"                                   \
-    "    except OSError:\n"                                                    \
-    "        _cs_sp.run(['sudo', '-n', 'install', '-d', '-o', str(_cs_os.getuid()), '-g',"   \
-    " str(_cs_os.getgid()), '/mnt/data'], capture_output=True)\n"              \
-    "_cs_os.chdir('/mnt/data')\n"                                              \
-    "del _cs_os, _cs_sp\n"
-#define LIST_PY                                                                \
-    "# codeshim: the files of /mnt/data\n"                                     \
-    "import os as _cs_os, json as _cs_json\n"                                  \
-    "_cs_l = []\n"                                                             \
-    "for _cs_d, _cs_dn, _cs_fn in _cs_os.walk('/mnt/data'):\n"                 \
-    "    _cs_dn[:] = [x for x in _cs_dn if x != '__pycache__'][:64]\n"         \
-    "    for _cs_f in _cs_fn:\n"                                               \
-    "        _cs_p = _cs_os.path.join(_cs_d, _cs_f)\n"                         \
-    "        if len(_cs_l) < 1000 and _cs_os.path.isfile(_cs_p) and not _cs_os.path.islink(_cs_p):\n" \
-    "            _cs_s = _cs_os.lstat(_cs_p)\n"                                \
-    "            _cs_l.append([_cs_os.path.relpath(_cs_p, '/mnt/data'), _cs_s.st_size,"  \
-    " _cs_s.st_mtime_ns])\n"                                                   \
-    "print(_cs_json.dumps(sorted(_cs_l)))\n"                                   \
-    "del _cs_os, _cs_json, _cs_l\n"
-/* %s: the file's path under /mnt/data as a JSON string (a Python literal
- * too); a regular file, never reached through a symlink */
-#define REMOVE_PY                                                              \
-    "# codeshim: remove a file of /mnt/data\n"                                 \
-    "import os as _cs_os, stat as _cs_st\n"                                    \
-    "_cs_d, _cs_r = '/mnt/data', 'none'\n"                                     \
-    "try:\n"                                                                   \
-    "    for _cs_x in %s.split('/'):\n"                                        \
-    "        if _cs_os.path.islink(_cs_d):\n"                                  \
-    "            raise FileNotFoundError\n"                                    \
-    "        _cs_d = _cs_os.path.join(_cs_d, _cs_x)\n"                         \
-    "    if _cs_st.S_ISREG(_cs_os.lstat(_cs_d).st_mode):\n"                    \
-    "        _cs_os.remove(_cs_d)\n"                                           \
-    "        _cs_r = 'removed'\n"                                              \
-    "except (FileNotFoundError, NotADirectoryError):\n"                        \
-    "    pass\n"                                                               \
-    "print(_cs_r)\n"                                                           \
-    "del _cs_os, _cs_st, _cs_d, _cs_r\n"
+ * an execution of its own; their names start with _cs_ and are deleted):
+ * e2b_setup.py, e2b_list.py, e2b_remove.py, embedded by sandbox.mk as
+ * build/gen/e2b_cells.c. */
+extern const char shim_e2b_setup_py[];
+extern const char shim_e2b_list_py[];
+extern const char shim_e2b_remove_py[];
 
 /* ---------------- names ---------------- */
 
 static void hash2(const char *tag, const char *a, const char *b, size_t nbytes, char *out)
 {
-    struct shim_sha256 s;
+    const char *parts[] = {a, b};
 
-    shim_sha256_init(&s);
-    shim_sha256_update(&s, tag, strlen(tag) + 1);
-    shim_sha256_update(&s, a, strlen(a) + 1);
-    shim_sha256_update(&s, b, strlen(b) + 1);
-    shim_sha256_final_hex(&s, nbytes, out);
+    shim_sha256_tagged_hex(tag, parts, 2, nbytes, out);
 }
 
 static void derive_cid(const char *salt, const char *nonce, char out[64])
@@ -171,13 +130,13 @@ static int team_path(const struct e2b *e, char *out, size_t n)
         return rc;
     memcpy(name, "team-", 5);
     hash2("codeshim-e2b-team-v1", e->cfg->e2b_api_key, e->cfg->e2b_api_url, 16, name + 5);
-    return shim_store_join(out, n, dir, name);
+    return shim_fileio_join(out, n, dir, name);
 }
 
 static void team_max_load(struct e2b *e)
 {
     char path[1200], text[64];
-    long long at, now = (long long)time(NULL);
+    long long at, now = (long long)shim_clock_wall_s();
     int max;
 
     if (team_path(e, path, sizeof(path)) == 0 &&
@@ -195,7 +154,7 @@ static void team_max_learn(struct e2b *e, int max)
     e->team_max_s = max;
     LOG_WARN("e2b keeps this team's sandboxes at most %d s: a session lives that long "
              "(CODESHIM_SESSION_TTL asks %d s)", max, e->ttl_s);
-    snprintf(text, sizeof(text), "%d %lld", max, (long long)time(NULL));
+    snprintf(text, sizeof(text), "%d %lld", max, (long long)shim_clock_wall_s());
     if (team_path(e, path, sizeof(path)) < 0 || shim_store_write(path, text) < 0)
         LOG_INFO("e2b: the team's maximum is not remembered for later runs");
 }
@@ -211,7 +170,7 @@ static int marker_path(const struct e2b *e, char *out, size_t n)
     if (!e->tagged || !e->session[0])
         return -ENOENT;
     rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
-    return rc < 0 ? rc : shim_store_join(out, n, dir, e->session);
+    return rc < 0 ? rc : shim_fileio_join(out, n, dir, e->session);
 }
 
 /* Kills the owner's sandboxes that e2b ends first until one more fits. */
@@ -562,7 +521,7 @@ static char *own_cell(struct e2b *e, const char *code)
 
 static void make_dir(struct e2b *e)
 {
-    free(own_cell(e, SETUP_PY));
+    free(own_cell(e, shim_e2b_setup_py));
     e->dir_ready = 1;
 }
 
@@ -570,7 +529,7 @@ static void make_dir(struct e2b *e)
  * them: names, and whether anything changed since the last listing. */
 static void list_files(struct e2b *e, struct shim_exec_result *out)
 {
-    char *text = own_cell(e, LIST_PY);
+    char *text = own_cell(e, shim_e2b_list_py);
     cJSON *arr = text ? shim_json_parse(text, strlen(text)) : NULL, *it;
     size_t n = 0;
 
@@ -751,13 +710,14 @@ static int op_file_remove(void *state, const char *name)
     if ((s = cJSON_CreateString(name)) != NULL)
         lit = cJSON_PrintUnformatted(s);
     cJSON_Delete(s);
-    n = lit ? sizeof(REMOVE_PY) + strlen(lit) : 0;
+    /* the name as a JSON string is a Python literal too */
+    n = lit ? strlen("_cs_name = \n") + strlen(lit) + strlen(shim_e2b_remove_py) + 1 : 0;
     code = n ? malloc(n) : NULL;
     if (!code) {
         free(lit);
         return -ENOMEM;
     }
-    snprintf(code, n, REMOVE_PY, lit);
+    snprintf(code, n, "_cs_name = %s\n%s", lit, shim_e2b_remove_py);
     free(lit);
     out = own_cell(e, code);
     free(code);

@@ -17,6 +17,7 @@
 #include "ids.h"
 #include "json.h"
 #include "log.h"
+#include "url.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -336,26 +337,11 @@ int shim_e2b_get(struct shim_e2b_api *a, const char *id, struct shim_e2b_box *ou
 }
 
 /* e2b's paging token into a query value: it is opaque, so every byte
- * outside [A-Za-z0-9-._~] is percent-encoded. -1 when it does not fit. */
+ * outside [A-Za-z0-9-._~] is percent-encoded (url.c). -1 when it does
+ * not fit. */
 static int query_value(const char *v, char *out, size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t k = 0;
-
-    for (; *v; v++) {
-        unsigned char c = (unsigned char)*v;
-        if (k + 4 > n)
-            return -1;
-        if (isalnum(c) || strchr("-._~", c))
-            out[k++] = (char)c;
-        else {
-            out[k++] = '%';
-            out[k++] = hex[c >> 4];
-            out[k++] = hex[c & 15];
-        }
-    }
-    out[k] = '\0';
-    return 0;
+    return shim_url_escape(v, out, n) < 0 ? -1 : 0;
 }
 
 int shim_e2b_list(struct shim_e2b_api *a, const char *key, const char *value,
@@ -606,27 +592,34 @@ int shim_e2b_restart(struct shim_e2b_api *a, const struct shim_e2b_box *b)
 
 /* ---------------- envd's file API ---------------- */
 
-/* "/files?path=<abs, percent-encoded>&username=user" into out. */
+/* "/files?username=user&path=<abs, percent-encoded>" into out: each
+ * part between the '/'s encoded (url.c), the '/'s kept as e2b's SDKs send
+ * them. */
 static int files_path(const char *abs, char *out, size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
     size_t k = (size_t)snprintf(out, n, "/files?username=user&path=");
-    const unsigned char *p;
+    char part[1024];
+    int rc;
 
-    for (p = (const unsigned char *)abs; *p; p++) {
-        if (k + 4 >= n)
+    if (k >= n)
+        return -ENAMETOOLONG;
+    for (;;) {
+        size_t pl = strcspn(abs, "/");
+        if (pl >= sizeof(part))
             return -ENAMETOOLONG;
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("-._~/", *p))
-            out[k++] = (char)*p;
-        else {
-            out[k++] = '%';
-            out[k++] = hex[*p >> 4];
-            out[k++] = hex[*p & 15];
-        }
+        memcpy(part, abs, pl);
+        part[pl] = '\0';
+        if ((rc = shim_url_escape(part, out + k, n - k)) < 0)
+            return rc;
+        k += strlen(out + k);
+        if (!abs[pl])
+            return 0;
+        if (k + 2 > n)
+            return -ENAMETOOLONG;
+        out[k++] = '/';
+        out[k] = '\0';
+        abs += pl + 1;
     }
-    out[k] = '\0';
-    return 0;
 }
 
 /* One call of envd's file API on abs; r holds the answer (free it). */

@@ -1,7 +1,7 @@
 /* e2b_int.h - what the files of the e2b backend share; nothing else
  * includes it (the dispatcher sees only shim_sandbox_e2b, sandbox_int.h).
  *
- * The backend, one concern a file (wire formats: e2b's published API, see
+ * The backend, one concern a file (the protocol: e2b's published API, see
  * README "e2b"):
  *   e2b.c         the ops table: create, exec, destroy; finding a session's
  *                 sandbox again by metadata; the overview

@@ -22,8 +22,7 @@ int shim_e2b_ndjson_init(struct shim_e2b_ndjson *p, size_t keep)
     p->count = -1;
     shim_buf_init(&p->head, p->keep);
     p->tail = malloc(p->keep);
-    p->images = calloc(SHIM_RESULT_MAX_IMAGES, sizeof(*p->images));
-    if (!p->tail || !p->images) {
+    if (!p->tail) {
         shim_e2b_ndjson_free(p);
         return -ENOMEM;
     }
@@ -32,15 +31,9 @@ int shim_e2b_ndjson_init(struct shim_e2b_ndjson *p, size_t keep)
 
 void shim_e2b_ndjson_free(struct shim_e2b_ndjson *p)
 {
-    size_t i;
-
     shim_buf_free(&p->head);
     free(p->tail);
-    for (i = 0; p->images && i < p->nimages; i++) {
-        free(p->images[i].mime);
-        free(p->images[i].base64);
-    }
-    free(p->images);
+    shim_exec_images_free(p->images, p->nimages);
     memset(p, 0, sizeof(*p));
 }
 
@@ -100,22 +93,7 @@ static int add_str(struct shim_e2b_ndjson *p, const cJSON *o, const char *key)
 static int add_image(struct shim_e2b_ndjson *p, const cJSON *o, const char *key,
                      const char *mime)
 {
-    const char *data = shim_json_str(o, key);
-    struct shim_exec_image *img;
-
-    if (!data || !*data || !shim_text_is_base64(data) || p->nimages >= SHIM_RESULT_MAX_IMAGES)
-        return 0;
-    img = &p->images[p->nimages];
-    img->mime = strdup(mime);
-    img->base64 = strdup(data);
-    if (!img->mime || !img->base64) {
-        free(img->mime);
-        free(img->base64);
-        img->mime = img->base64 = NULL;
-        return -ENOMEM;
-    }
-    p->nimages++;
-    return 0;
+    return shim_exec_image_add(&p->images, &p->nimages, mime, shim_json_str(o, key));
 }
 
 /* The value of the cell's last expression is shown as text, on a line of

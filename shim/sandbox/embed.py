@@ -1,5 +1,7 @@
 # embed.py - turns worker.py into build/gen/worker_py.c (run by sandbox.mk
-# with Debian's /usr/bin/python3, the interpreter the sandbox runs):
+# with Debian's /usr/bin/python3, the interpreter the sandbox runs), and,
+# with --cells, the e2b backend's cells (e2b_*.py) into build/gen/e2b_cells.c
+# as shim_<name>_py[] (source only: e2b runs them in its own Python):
 #   shim_worker_py[]      the source, NUL-terminated (shim_worker_py_len)
 #   shim_worker_pyc_tag[] sys.implementation.cache_tag of this Python
 #   shim_worker_pyc[]     base64 of marshal.dumps(compile(source)): an
@@ -40,5 +42,19 @@ def main(src_path, out_path):
                               for ln in blob_lines.split(b"\n")))
 
 
+def cells(out_path, paths):
+    with open(out_path, "w") as out:
+        out.write("/* generated from %s by sandbox.mk - do not edit */\n"
+                  % " ".join(paths))
+        for p in paths:
+            name = p.rsplit("/", 1)[-1][:-3]
+            src = open(p, "rb").read()
+            compile(src, p, "exec", dont_inherit=True)  # a syntax error fails the build
+            out.write("const char shim_%s_py[] =\n%s;\n" % (name, c_string(src)))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--cells":
+        cells(sys.argv[2], sys.argv[3:])
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -27,30 +27,18 @@ static int take_images(const cJSON *worker, struct shim_exec_result *out)
 
     if (!cJSON_IsArray(images))
         return -EPROTO;
-    out->images = calloc(SHIM_RESULT_MAX_IMAGES, sizeof(*out->images));
-    if (!out->images)
-        return -ENOMEM;
     cJSON_ArrayForEach(it, images)
     {
         const cJSON *mime = cJSON_GetObjectItemCaseSensitive(it, "mime");
         const cJSON *data = cJSON_GetObjectItemCaseSensitive(it, "data");
-        struct shim_exec_image *img;
+        int rc;
 
-        if (out->nimages >= SHIM_RESULT_MAX_IMAGES)
-            break;
         if (!cJSON_IsString(mime) || strcmp(mime->valuestring, "image/png") ||
-            !cJSON_IsString(data) || !shim_text_is_base64(data->valuestring))
+            !cJSON_IsString(data))
             continue;
-        img = &out->images[out->nimages];
-        img->mime = strdup("image/png");
-        img->base64 = strdup(data->valuestring);
-        if (!img->mime || !img->base64) {
-            free(img->mime);
-            free(img->base64);
-            img->mime = img->base64 = NULL;
-            return -ENOMEM;
-        }
-        out->nimages++;
+        if ((rc = shim_exec_image_add(&out->images, &out->nimages, "image/png",
+                                      data->valuestring)) < 0)
+            return rc;
     }
     return 0;
 }

@@ -8,6 +8,7 @@
  * that stands in for the jail: made, refreshed before each start, and
  * removed with everything in it. */
 #include "local_int.h"
+#include "fileio.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -32,13 +33,6 @@ extern const char shim_worker_pyc[];
 #define SHM_SIZE (64u << 20)
 #define SHM_INODES 1024u
 
-static int subpath(char *out, size_t outsz, const char *root, const char *sub)
-{
-    int n = snprintf(out, outsz, "%s/%s", root, sub);
-
-    return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
-}
-
 /* ---- the unsafe mode's host directory tree ---- */
 
 static void rm_contents(int dfd, int depth);
@@ -55,11 +49,9 @@ static void rm_entry(int dfd, const char *name, int depth)
     if (depth >= RM_MAX_DEPTH)
         return;
     sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0 && errno == EACCES) {
-        fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW);
-        sub = openat(dfd, name,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    }
+    /* a directory the code made unreadable: made readable, opened again */
+    if (sub < 0 && errno == EACCES && fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sub < 0)
         return;
     fchmod(sub, 0700);
@@ -101,7 +93,7 @@ int shim_local_make_root(struct shim_local *l)
 {
     int rc;
 
-    if (subpath(l->root, sizeof(l->root), l->p.tmpdir, "codeshim-XXXXXX") ||
+    if (shim_fileio_join(l->root, sizeof(l->root), l->p.tmpdir, "codeshim-XXXXXX") ||
         !mkdtemp(l->root)) {
         rc = errno ? -errno : -ENAMETOOLONG;
         LOG_ERR("cannot create a sandbox directory in %s: %s", l->p.tmpdir,
@@ -131,7 +123,7 @@ static int ensure_tree(const struct shim_local *l)
         return -EEXIST;
     chmod(l->root, 0700);
     for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-        if (subpath(p, sizeof(p), l->root, subs[i]))
+        if (shim_fileio_join(p, sizeof(p), l->root, subs[i]))
             return -ENAMETOOLONG;
         if (mkdir(p, 0700) == 0)
             chmod(p, 0700);
@@ -691,8 +683,7 @@ static void tmpfs_specs(const struct shim_local *l, const char *at,
     if (!l->own_tmpfs)
         return;
     for (i = 0; i < NTMPFS; i++) {
-        snprintf(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), "%s/%s", at,
-                 name[i]);
+        shim_fileio_join(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), at, name[i]);
         snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
                  "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
                  tmpfs_size(l, i), tmpfs_inodes(l, i), (unsigned)uid,
@@ -716,7 +707,7 @@ static int unsafe_command(struct shim_local *l, struct command *m,
              (int)sizeof(m->home) ||
          snprintf(m->tmp, sizeof(m->tmp), "TMPDIR=%s/tmp", l->root) >=
              (int)sizeof(m->tmp) ||
-         subpath(m->data, sizeof(m->data), l->root, "data")))
+         shim_fileio_join(m->data, sizeof(m->data), l->root, "data")))
         rc = -ENAMETOOLONG;
     if (rc) {
         shim_local_fail(l, LF_TREE, strerror(-rc));

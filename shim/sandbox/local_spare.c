@@ -33,6 +33,7 @@
  *   mid set-up, where bubblewrap can leave a stuck process behind. Only
  *   trylock and bounded waits: exit never hangs on codeshim. */
 #include "local_int.h"
+#include "clock.h"
 #include "local_spare.h"
 #include "log.h"
 
@@ -145,8 +146,7 @@ struct shim_local *shim_local_spare_take(const struct shim_local_params *p)
     pthread_mutex_lock(&mu);
     if (state == STARTING && same_params(&want, p)) {
         struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += WAIT_FOR_SPARE_S;
+        shim_clock_wall_deadline(&dl, WAIT_FOR_SPARE_S * 1000LL);
         while (state == STARTING && pthread_cond_timedwait(&settled, &mu, &dl) == 0)
             ;
     }
@@ -241,8 +241,7 @@ __attribute__((destructor)) static void stop_spare_at_exit(void)
     }
     if (i == 100)
         return;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 2;
+    shim_clock_wall_deadline(&dl, 2000);
     while (state == STARTING && pthread_cond_timedwait(&settled, &mu, &dl) == 0)
         ;
     if (state == READY) {

@@ -45,5 +45,14 @@ struct shim_exec_result {
 };
 
 void shim_exec_result_free(struct shim_exec_result *r);
+/* The one way an image joins a result's (or a parser's) list *images of
+ * *n: mime and data (base64, no data: prefix) copied into it, the array
+ * made on first use with room for SHIM_RESULT_MAX_IMAGES. 0, also when
+ * data is empty or not base64 or the list is full (nothing added);
+ * -ENOMEM (nothing added). */
+int shim_exec_image_add(struct shim_exec_image **images, size_t *n, const char *mime,
+                        const char *data);
+/* Frees the n images of images and the array. */
+void shim_exec_images_free(struct shim_exec_image *images, size_t n);
 
 #endif

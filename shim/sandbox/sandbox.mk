@@ -9,3 +9,12 @@ $(BUILD)/gen/worker_py.c: shim/sandbox/worker.py shim/sandbox/embed.py shim/sand
 	@mkdir -p $(dir $@)
 	$(PYTHON) -I -B shim/sandbox/embed.py shim/sandbox/worker.py $@.tmp
 	@mv $@.tmp $@
+
+# The e2b backend's own cells (e2b.c), kept as Python files.
+E2B_CELLS := $(wildcard shim/sandbox/e2b_*.py)
+GEN_SRC += $(BUILD)/gen/e2b_cells.c
+
+$(BUILD)/gen/e2b_cells.c: $(E2B_CELLS) shim/sandbox/embed.py shim/sandbox/sandbox.mk
+	@mkdir -p $(dir $@)
+	$(PYTHON) -I -B shim/sandbox/embed.py --cells $@.tmp $(E2B_CELLS)
+	@mv $@.tmp $@

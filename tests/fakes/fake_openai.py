@@ -33,7 +33,7 @@ none).  Repeated headers are joined with ", ".
 Behaviour, checked in this order for every request
 --------------------------------------------------
 1. ``X-Fake-Status: NNN`` request header: answer status NNN with an OpenAI
-   error body (wire-formats D) and an ``x-request-id`` header.
+   error body (``{"error": {message, type, param, code}}``) and an ``x-request-id`` header.
 2. Scripted mode (a script was given): the next canned reply is consumed,
    whatever the request.  Each reply is
    ``{"status": 200, "headers": {...}, "body": <JSON or string>,
@@ -116,8 +116,8 @@ Every answer carries ``x-request-id: req_<counter>``.
 Streaming (model mode, ``stream: true``)
 ---------------------------------------
 The model's answer is sent as SSE (chunked, ``text/event-stream``), with
-the event sequences OpenAI sends (wire-formats B for Responses, C.3 for
-Chat: a usage chunk when ``stream_options.include_usage``, then
+the event sequences OpenAI sends (Responses: typed events numbered from 0
+ending in one terminal event; Chat: chunks, a usage chunk when ``stream_options.include_usage``, then
 ``[DONE]``). Texts and function-call arguments are cut into pieces of
 1, 2, 3, 5, 1, 2, 3, 5... characters (so escapes such as ``\n`` and
 ``\ud83d\ude00`` in the arguments' JSON text are split), one delta each.
@@ -155,7 +155,7 @@ _ERROR_TYPES = {
 
 
 def error_body(status, message, param=None, code=None, etype=None):
-    """OpenAI error body (wire-formats D)."""
+    """OpenAI error body: {"error": {message, type, param, code}}."""
     t, c = _ERROR_TYPES.get(status, ("server_error", "server_error")
                             if status >= 500 else ("invalid_request_error", None))
     return {"error": {"message": message, "type": etype or t, "param": param,

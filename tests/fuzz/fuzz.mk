@@ -45,12 +45,12 @@ $(ASAN_LIB): $(ASAN_OBJ)
 $(ASAN_DIR)/tests/%: tests/unit/%.c $(ASAN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -fvisibility=default -Itests/unit $< -o $@ \
-	  $(ASAN_LIB) -lcmocka $(LIBS)
+	  $(ASAN_LIB) -lcmocka $(TEST_LIBS)
 
 $(ASAN_DIR)/sandbox-tests/%: tests/sandbox/%.c tests/sandbox/test_sandbox_util.h $(ASAN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -fvisibility=default -Itests/sandbox $< -o $@ \
-	  $(ASAN_LIB) -lcmocka $(LIBS)
+	  $(ASAN_LIB) -lcmocka $(TEST_LIBS)
 
 # Every binary runs (a failure does not hide the next ones), each under a
 # time limit: a hang fails the target instead of stalling it.
@@ -115,7 +115,7 @@ $(FUZZ_DIR)/harness/%.o: tests/fuzz/%.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz
 
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/harness/fuzz_%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< -o $@ \
-	  $(FUZZ_COMMON) $(FUZZ_LIB) $(LIBS) $(FUZZ_LIBS_$*)
+	  $(FUZZ_COMMON) $(FUZZ_LIB) $(TEST_LIBS) $(FUZZ_LIBS_$*)
 
 # kept: a harness relinks only when its object or the engines change
 .PRECIOUS: $(FUZZ_DIR)/harness/%.o

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,18 @@ import fake_openai  # noqa: E402
 import schema_check  # noqa: E402
 
 BASE_PATH = "/usr/bin:/bin"
+
+
+def wait_for(cond, timeout=30.0, step=0.02):
+    """Polls cond until it returns something true, and returns that; at the
+    deadline, returns its last (false) value for the caller to assert. The
+    one way a test waits for a condition: never a sleep of a guessed length."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(step)
 
 # Sessions live in a runtime directory of this test run, never the user's
 # real one, and every session supervisor a test leaves behind is stopped

@@ -5,7 +5,6 @@ of its answer."""
 
 import json
 import subprocess
-import time
 
 import pytest
 
@@ -135,12 +134,3 @@ def of(e, method, path_prefix, own=False):
                                 else "").startswith("# codeshim:"))]
 
 
-def wait_for(cond, timeout=10.0):
-    """Polls cond until it is true (returns its value) or fails the test."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.02)
-    pytest.fail("condition not reached in %.0f s" % timeout)

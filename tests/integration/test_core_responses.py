@@ -489,7 +489,7 @@ def test_allowed_tools_choice_rewritten(fake):
 
 
 def test_stream_options_only_obfuscation_forwarded(fake):
-    """The upstream is asked to stream when the program is (issue 14); of
+    """The upstream is asked to stream when the program is (live streaming); of
     the program's stream_options only include_obfuscation, the program's
     own choice of padding, goes along."""
     body = req(blocks("print(2 ** 10)\n"), stream=True,

@@ -1,4 +1,4 @@
-"""Issue 11: the e2b sandbox backend (CODESHIM_SANDBOX=e2b) against a fake
+"""The e2b sandbox backend (CODESHIM_SANDBOX=e2b) against a fake
 e2b on loopback (tests/fakes/fake_e2b.py): the Responses and Chat loops,
 streaming and not, both host forms (shared host; per-port hosts over TLS
 with the program's CA), what e2b received, every error of the issue, images,
@@ -13,9 +13,9 @@ import subprocess
 import pytest
 
 import schema_check
-from conftest import REPO, sse_json
+from conftest import REPO, sse_json, wait_for
 from e2b_helpers import (KEY, ask, calls, chat_text, e2b, e2b_tls, env_for,  # noqa: F401
-                         final_response, logs, of, wait_for)
+                         final_response, logs, of)
 
 CODE = "x = 41\nprint('hello from e2b')\nx + 1"
 
@@ -283,7 +283,7 @@ def test_execution_timeout_interrupts_and_restarts(fake, e2b):
     assert "timed out after 1 s" in logs(r)
     assert "ended before the execution did" not in logs(r)
     assert e2b.restarts == 1
-    wait_for(lambda: e2b.disconnects >= 1)
+    assert wait_for(lambda: e2b.disconnects >= 1)
     assert of(e2b, "POST", "/contexts/")
 
 

@@ -1,4 +1,4 @@
-"""Issue 11: sessions on e2b. Each request is a separate run of the curl CLI,
+"""Sessions on e2b. Each request is a separate run of the curl CLI,
 and nothing of codeshim stays alive between runs (no codeshim-sessiond):
 a session's sandbox is found again in e2b by its metadata, which holds only
 hashes. Also: its timeout extended to the session TTL on each use, the

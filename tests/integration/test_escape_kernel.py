@@ -1,4 +1,4 @@
-"""Issue 9: the sandbox's kernel surface, attacked the way a program meets
+"""The sandbox's kernel surface, attacked the way a program meets
 it: model-written code run by codeshim inside the curl CLI (against the
 model-mode fake upstream), across separate curl runs where the attack needs
 the sandbox to sit idle between executions (a session).
@@ -15,6 +15,7 @@ The exhaustive attacks are in tests/sandbox/test_sandbox_escape.c."""
 
 import time
 
+from conftest import wait_for
 from test_core_responses import blocks, ci_items, logs_of, ours, req
 from test_sandbox_escape import host_procs
 from test_sessions import ask, logs, rt  # noqa: F401 (rt is a fixture)
@@ -105,11 +106,6 @@ print(os.read(r, 5).decode())
 """
 
 
-def wait_for(cond, limit=10.0):
-    deadline = time.monotonic() + limit
-    while not cond() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return cond()
 
 
 def test_supervisor_out_of_reach(fake):

@@ -224,7 +224,7 @@ def test_responses_validation_400(fake):
     _assert_error(st, e, 400)
     _, st, e = curl(url, raw=b"[1, 2]")
     _assert_error(st, e, 400)
-    # stream: true is answered as a valid stream (issue 14), or as JSON when
+    # stream: true is answered as a valid stream (live streaming), or as JSON when
     # the request asks the fake to play a server that does not stream
     _, st, e = curl(url, resp_req([user("x")], stream=True))
     assert st == 200, e

@@ -1,4 +1,4 @@
-"""Issue 9: bounded work and memory on hostile bytes. What a hostile
+"""Bounded work and memory on hostile bytes. What a hostile
 upstream or the code in the sandbox sends costs the program work linear in
 its size and memory proportional to what codeshim may receive, through the
 curl CLI under codeshim:

@@ -1,4 +1,4 @@
-"""Issue 9: identity from every credential, and no transport downgrade.
+"""Identity from every credential, and no transport downgrade.
 
 1. Sessions and continuations belong to an identity, a hash of every
    credential the request carries: keys in the query string, URL userinfo,

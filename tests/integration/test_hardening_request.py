@@ -1,4 +1,4 @@
-"""Issue 9: the program's request is read one way, and its own tool calls
+"""The program's request is read one way, and its own tool calls
 are never touched.
 
 1. JSON with a key twice (or U+0000) is read differently by cJSON (first

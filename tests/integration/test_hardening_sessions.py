@@ -1,4 +1,4 @@
-"""Issue 9 (sessions and identity, part 1): session hardening.
+"""Sessions and identity, part 1: session hardening.
 
 Every request is a separate run of the curl CLI (or of a small pycurl
 program) under codeshim, as in test_sessions.py, whose helpers these tests
@@ -9,12 +9,11 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import LIB, REPO, clean_env, run
+from conftest import LIB, REPO, clean_env, run, wait_for
 from test_sessions import CURL, ask, calls, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
 UNSAFE = {"CODESHIM_UNSAFE_NO_ISOLATION": "1"}
@@ -124,13 +123,6 @@ def test_result_over_the_frame_limit_is_truncated_and_runs_once(fake, rt, small_
     assert logs(r) == "1\n"  # the code ran exactly once
 
 
-def wait_for(cond, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_supervisor_lost_during_execution_is_not_run_again(fake, rt, tmp_path):
@@ -164,7 +156,7 @@ def test_supervisor_lost_during_execution_is_not_run_again(fake, rt, tmp_path):
 
 
 # ---- 4. a runtime directory taken by someone else ----
-# (issue 20: defaults no other user can take, and a refusal the program
+# (the defaults no other user can take, and a refusal the program
 # sees instead of a private sibling: test_runtime.py)
 
 

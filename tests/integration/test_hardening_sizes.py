@@ -1,4 +1,4 @@
-"""Issue 20: hostile sizes. A JSON body of many small values costs cJSON a
+"""Hostile sizes. A JSON body of many small values costs cJSON a
 node (about 80 bytes) per value of a byte or two: a 6 MB array of zeros
 grew the curl process by about 500 MB. Every JSON text codeshim reads is
 measured before a tree is built, against a budget of 262,144 values nested

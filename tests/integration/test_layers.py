@@ -60,3 +60,49 @@ def test_a_circle_fails(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 1
     assert "circle (calls): shim/a.c <-> shim/b.c" in p.stdout, p.stdout
+
+
+HOMES = REPO / "tests" / "tools" / "check_homes.py"
+
+
+def homes(root):
+    p = subprocess.run([PYTHON, str(HOMES), str(root)], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_every_job_has_one_home():
+    rc, out = homes(REPO)
+    assert rc == 0, out
+    assert "homes: ok" in out
+
+
+# One second copy of each job, as the tree had them before they got their
+# homes; each must be named, with its file and line.
+COPIES = {
+    "url": ('const char *p = strstr(url, "://");\n', "a URL split by hand"),
+    "query": ('size_t n = strcspn(path, "?#");\n', "a URL split by hand"),
+    "hex": ("shim_text_hex(d, 16, out);\n", "a SHA-256 digest made hex by hand"),
+    "tag": ("shim_sha256_update(&s, tag, strlen(tag) + 1);\n", "a tagged name hashed by hand"),
+    "join": ('snprintf(out, n, "%s/%s", a, b);\n', "a path joined by hand"),
+    "read": ("k = read(fd, out + got, n - 1 - got);\n", "a capped read loop by hand"),
+    "time": ("now = time(NULL);\n", "the wall clock read by hand"),
+    "tod": ("gettimeofday(&tv, NULL);\n", "the wall clock read by hand"),
+    "realtime": ("clock_gettime(CLOCK_REALTIME, &ts);\n", "the wall clock read by hand"),
+}
+
+
+def test_a_second_copy_of_a_job_fails(tmp_path):
+    for name, (line, what) in COPIES.items():
+        root = tmp_path / name
+        (root / "shim").mkdir(parents=True)
+        (root / "shim" / "x.c").write_text("/* time(NULL) in a comment is no copy */\n"
+                                           "static void f(void)\n{\n    " + line + "}\n")
+        rc, out = homes(root)
+        assert rc == 1, (name, out)
+        assert f"shim/x.c:4: {what}" in out, (name, out)
+        # in its home, the same line is no copy
+        home = {"url": "url.c", "query": "url.c", "hex": "sha256.c", "tag": "sha256.c",
+                "join": "fileio.c", "read": "fileio.c"}.get(name, "clock.h")
+        (root / "shim" / "x.c").rename(root / "shim" / home)
+        rc, out = homes(root)
+        assert rc == 0, (name, out)

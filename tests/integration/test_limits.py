@@ -1,4 +1,4 @@
-"""Issue 21: the program's own limits on an intercepted easy transfer.
+"""The program's own limits on an intercepted easy transfer.
 
 CURLOPT_TIMEOUT(_MS) bounds the whole transfer, executions included (the
 running code is interrupted); the progress callback is called while it
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import REPO, parse_sse, run, schema_check
+from conftest import REPO, parse_sse, run, schema_check, wait_for
 from test_sessions import rt  # noqa: F401  (a runtime directory, its supervisors stopped)
 
 PROG = REPO / "build" / "testprogs" / "limitprog"
@@ -278,10 +278,7 @@ def test_timeout_ms_while_the_session_is_busy(fake, tmp_path, rt):
                           str(first)], env=clean_env(env, True, str(tmp_path)),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while not fake.requests() and time.monotonic() < deadline:
-            time.sleep(0.02)  # polling for a condition: the first reached the model
-        assert fake.requests()
+        assert wait_for(fake.requests)  # the first reached the model
         res, took, _ = limitprog(tmp_path, fake.url,
                                  body("import time\ntime.sleep(6)\nprint('two')",
                                       session="busy"),

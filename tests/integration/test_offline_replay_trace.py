@@ -1,4 +1,4 @@
-"""Issue 5: offline mode, record/replay and traces, driven through real
+"""Offline mode, record/replay and traces, driven through real
 programs (the curl CLI, the C example) under LD_PRELOAD."""
 
 import json

@@ -1,5 +1,5 @@
 """What codeshim puts into a program that makes no intercepted request
-(issue 14, "a pass-through that costs nothing"): no library of its own in
+("a pass-through that costs nothing"): no library of its own in
 the program's global symbol scope besides libcodeshim.so itself (each one
 there is checked by every other symbol lookup of the process), libcjson
 loaded only once a request is codeshim's, and a CLONE_VM spawn child that

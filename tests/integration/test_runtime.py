@@ -1,4 +1,4 @@
-"""Issue 20: the runtime directory, session hosts and per-user caps.
+"""The runtime directory, session hosts and per-user caps.
 
 1. The default runtime directory is one no other user can take
    (/run/codeshim for root, $XDG_RUNTIME_DIR/codeshim when it is the
@@ -29,8 +29,7 @@ from pathlib import Path
 import pytest
 
 import schema_check
-from conftest import REPO, alive, parse_sse, run, stop_supervisors
-from test_hardening_sessions import wait_for
+from conftest import REPO, alive, parse_sse, run, stop_supervisors, wait_for
 from test_sessions import CURL, calls, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
 HOSTS = "*/hosts/*/pid"

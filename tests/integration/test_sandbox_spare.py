@@ -9,7 +9,7 @@ rest (settings, fork, kill -9)."""
 import json
 import time
 
-from conftest import run
+from conftest import run, wait_for
 from test_core_responses import ENV, KEY, blocks, ci_items, logs_of, req
 from test_sandbox_escape import host_args
 
@@ -60,9 +60,7 @@ def several_requests(fake, tmp_path, codes, env):
 
 
 def no_sandbox_left():
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and marked_procs():
-        time.sleep(0.05)
+    wait_for(lambda: not marked_procs(), timeout=5)
     return marked_procs()
 
 

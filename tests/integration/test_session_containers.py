@@ -1,4 +1,4 @@
-"""Issue 25 and deletions: a session's container (and a request's own) is a
+"""Session containers and deletions: a session's container (and a request's own) is a
 container of the Containers API like one made with POST /v1/containers.
 
 OpenAI's flow: take the container_id of a code_interpreter_call, upload

@@ -1,4 +1,4 @@
-"""Issue 15: sessions get the fast start too.
+"""Sessions get the fast start too.
 
 A session's supervisor is forked by the identity's session host
 (codeshim-sessiond, sessiond/host.c), which keeps a fork server with the
@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 import session_host
-from conftest import alive, descendants, ppid
-from test_hardening_sessions import wait_for
+from conftest import alive, descendants, ppid, wait_for
 from test_sessions import ask, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
 HOSTS = "*/hosts/*/pid"

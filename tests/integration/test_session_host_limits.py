@@ -1,4 +1,4 @@
-"""Issue 20: hostile sizes on the session channel. Through the session
+"""Hostile sizes on the session channel. Through the session
 sockets directly (tests/tools/session_host.py), next to real requests of
 the curl CLI under codeshim (test_sessions' helpers):
 

@@ -1,4 +1,4 @@
-"""Issue 6: sessions across requests and program runs, isolated per API key.
+"""Sessions across requests and program runs, isolated per API key.
 
 Every request here is a separate run of the curl CLI under codeshim, so
 state that survives lives in a session supervisor (codeshim-sessiond), not
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, alive, run
+from conftest import REPO, alive, run, wait_for
 
 CURL = "/usr/bin/curl"
 
@@ -162,15 +162,11 @@ def test_idle_session_closes_and_leaves_nothing(fake, rt):
             rt=rt, env=env)
     [pid] = supervisors(rt)
     [host] = supervisors(rt, "*/hosts/*/pid")
-    deadline = time.time() + 10
-    while time.time() < deadline and supervisors(rt):
-        time.sleep(0.2)
-    assert supervisors(rt) == []
+    assert wait_for(lambda: supervisors(rt) == [], timeout=10)
     assert not list(rt.glob("*/*/sock"))
     # the identity's session host, with no session left, ends as idle too
-    while time.time() < deadline + 10 and alive(host):
-        time.sleep(0.2)
-    assert not alive(host) and not list(rt.glob("*/hosts/*"))
+    assert wait_for(lambda: not alive(host), timeout=20)
+    assert not list(rt.glob("*/hosts/*"))
     # nothing of the session keeps running: no supervisor, no host, no
     # sandbox process (exited ones may linger as zombies where PID 1 does
     # not reap)
@@ -225,10 +221,7 @@ def test_container_reuse_and_expiry(fake, rt):
     # the upstream saw the history converted to function_call + output
     sent = fake.requests()[-2]["body"]["input"]
     assert [i.get("type") for i in sent[:3]] == [None, "function_call", "function_call_output"]
-    deadline = time.monotonic() + 30  # the session expires (TTL 2 s)
-    while supervisors(rt) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert supervisors(rt) == []
+    assert wait_for(lambda: supervisors(rt) == [])  # the session expires (TTL 2 s)
     r3 = ask(fake.url, None, session=None, rt=rt, env=env, extra={"input": history})
     assert "has expired" in logs(r3) and "NameError" in logs(r3)
     assert calls(r3)[0]["container_id"] != item["container_id"]

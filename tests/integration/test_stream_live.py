@@ -1,4 +1,4 @@
-"""Issue 14: live streaming. A program that asks for "stream": true gets the
+"""Live streaming. A program that asks for "stream": true gets the
 upstream's own stream relayed as it arrives: text deltas at once, the code
 of codeshim's call while the model is still writing it, the program's own
 calls; codeshim's calls withheld (Chat) or shown as code_interpreter_call
@@ -201,7 +201,7 @@ def test_chat_program_tool_call_forwarded_live(fake):
 @pytest.mark.parametrize("api", ["responses", "chat"])
 def test_upstream_that_does_not_stream_falls_back(fake, api):
     """An upstream that answers JSON to a streaming request: the stream is
-    synthesised from each answer, as before issue 14."""
+    synthesised from each answer, as before streaming was live."""
     hdr = ("X-Fake-No-Stream: 1",)
     if api == "responses":
         timed, rc = timed_stream(fake.url + "/responses", sreq(blocks("print(6 * 7)\n")), hdr)

@@ -1,5 +1,5 @@
-"""Issue 3: streaming. A program that asks for "stream": true gets SSE,
-produced while codeshim runs the code-interpreter loop (since issue 14 the
+"""Streaming. A program that asks for "stream": true gets SSE,
+produced while codeshim runs the code-interpreter loop (since streaming is live the
 upstream is asked to stream too and its events are relayed live: the fake
 upstream streams; test_stream_live.py checks the timing and the fallback).
 
@@ -97,7 +97,7 @@ def item_text(item):
 
 
 def check_responses_stream(events, final_schema=True):
-    """Every invariant of a Responses stream (wire-formats B): an event: line
+    """Every invariant of a Responses stream: an event: line
     equal to the type on every event, the schema of every event, gap-free
     sequence numbers from 0, created/in_progress first and exactly one
     terminal event last, one response id throughout, output_index 0, 1, 2...
@@ -207,7 +207,7 @@ def chat_req(text, tools=(CHAT_CI,), stream=True, include_usage=None):
 
 
 def check_chat_stream(events, include_usage):
-    """Every invariant of a Chat stream (wire-formats C.3): no event: lines,
+    """Every invariant of a Chat stream: no event: lines,
     every chunk a valid CreateChatCompletionStreamResponse with the same id,
     created and model, the role first, one finish_reason on the last choice
     chunk, the usage chunk (choices: []) only when asked for, [DONE] last,

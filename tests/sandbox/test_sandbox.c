@@ -979,35 +979,6 @@ static void test_bad_args(void **state)
     shim_sandbox_close(sb);
 }
 
-static void test_timing(void **state)
-{
-    struct shim_config c;
-    struct shim_sandbox *sb;
-    struct shim_exec_result r;
-    double t0, cold, warm = 1e9;
-    int i;
-
-    (void)state;
-    make_cfg(&c);
-    t0 = now_s();
-    sb = open_sb(&c);
-    run(sb, "print(1)", &r);
-    cold = now_s() - t0;
-    shim_exec_result_free(&r);
-    for (i = 0; i < 20; i++) {
-        t0 = now_s();
-        run(sb, "print(1)", &r);
-        if (now_s() - t0 < warm)
-            warm = now_s() - t0;
-        shim_exec_result_free(&r);
-    }
-    t0 = now_s();
-    shim_sandbox_close(sb);
-    print_message("cold open+first exec %.1f ms, warm exec %.2f ms, "
-                  "close %.1f ms\n",
-                  cold * 1e3, warm * 1e3, (now_s() - t0) * 1e3);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1031,7 +1002,6 @@ int main(void)
         cmocka_unit_test(test_config_limits),
         cmocka_unit_test(test_matplotlib),
         cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_timing),
     };
 
     signal(SIGPIPE, SIG_DFL); /* a SIGPIPE from the library would kill us */

@@ -1,6 +1,6 @@
 /* test_sandbox_escape.c - code no one has read tries to break out of the
  * local sandbox; each test fails if containment breaks. The kinds of escape
- * follow DESIGN.md ("What the sandbox tests must try"): host files, secrets
+ * are these: host files, secrets
  * in the environment, writes outside /mnt/data and /tmp, network, other
  * processes and signals, memory, fork storms, disk fill, output floods, CPU,
  * endless loops and daemons, the kernel surface (seccomp, capabilities,

@@ -238,7 +238,7 @@ def validate_sse_responses(events):
 
     events: iterable of parsed dicts, JSON strings, or (event_name, data)
     pairs as returned by conftest.parse_sse.  For pairs, the event name must
-    equal the JSON "type" (wire-formats B.1).  A "[DONE]" data is tolerated.
+    equal the JSON "type", as OpenAI sends them.  A "[DONE]" data is tolerated.
     Raises SchemaError naming the index of the first bad event."""
     n = 0
     for i, ev in enumerate(events):

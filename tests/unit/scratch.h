@@ -1,6 +1,7 @@
 /* scratch.h - for unit suites that write files: a scratch directory made
  * under TMPDIR for each test and removed afterwards with all it holds,
- * and an empty environment to parse settings from. Header-only. */
+ * an empty environment to parse settings from, and the settings of a
+ * runtime directory inside the scratch one. Header-only. */
 #ifndef TEST_SCRATCH_H
 #define TEST_SCRATCH_H
 
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+
+#include "settings.h"
 
 static inline int scratch_rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
@@ -37,6 +40,15 @@ static inline const char *scratch_no_env(const char *name, void *ctx)
     (void)name;
     (void)ctx;
     return NULL;
+}
+
+/* cfg: the defaults, with dir/rt as the runtime directory the user chose
+ * (CODESHIM_RUNTIME_DIR: never moved; not made here). */
+static inline void scratch_runtime(struct shim_config *cfg, const char *dir)
+{
+    shim_config_parse(cfg, scratch_no_env, NULL, NULL);
+    snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "%s/rt", dir);
+    cfg->runtime_dir_default = 0;
 }
 
 #endif

@@ -129,6 +129,10 @@ static void key_is_sha256_of_post_path_and_body(void **state)
     /* no path at all is "/": hashlib.sha256(b'POST /\n') */
     shim_cassette_key("http://h", "", 0, k2, &occ);
     assert_string_equal(k2, "8c25aebf12d20b4f0dfe1f686d77615c0d84104484d15f07c1c7fd046d3075b3");
+    /* the path libcurl sends, also for a URL without a scheme whose query
+     * holds another URL */
+    shim_cassette_key("h:8080/v1/responses?next=http://x/y", body, strlen(body), k2, &occ);
+    assert_string_equal(k2, k);
 }
 
 static void occurrences_count_per_key(void **state)

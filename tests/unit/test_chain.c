@@ -34,9 +34,7 @@ static int setup(void **state)
     (void)state;
     if (scratch_make(g_dir, sizeof(g_dir), "chain") < 0)
         return -1;
-    shim_config_parse(&g_cfg, scratch_no_env, NULL, NULL);
-    snprintf(g_cfg.runtime_dir, sizeof(g_cfg.runtime_dir), "%s/rt", g_dir);
-    g_cfg.runtime_dir_default = 0; /* as CODESHIM_RUNTIME_DIR: never moved */
+    scratch_runtime(&g_cfg, g_dir);
     shim_identity_key("sk-alice", g_alice);
     shim_identity_key("sk-bob", g_bob);
     return 0;

@@ -25,6 +25,16 @@ static void url_paths(void **state)
     assert_int_equal(shim_classify_url("https://h/?next=/v1/responses"), SHIM_API_NONE);
     assert_int_equal(shim_classify_url("https://h"), SHIM_API_NONE);
     assert_int_equal(shim_classify_url(NULL), SHIM_API_NONE);
+    /* read as libcurl reads it: a "://" in the query of a URL without a
+     * scheme is query, not where the host starts */
+    assert_int_equal(shim_classify_url("h/v1/responses?next=http://x/y"), SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_url("http://h/v1/responses?next=http://x/y"),
+                     SHIM_API_RESPONSES);
+    assert_int_equal(shim_classify_url("h/v1/chat/completions#see=https://x/y"), SHIM_API_CHAT);
+    assert_int_equal(shim_classify_url("h/v1/files?next=http://x/v1/responses"), SHIM_API_NONE);
+    /* what libcurl refuses is not ours either */
+    assert_int_equal(shim_classify_url("http://h/v1/resp onses"), SHIM_API_NONE);
+    assert_int_equal(shim_classify_url(""), SHIM_API_NONE);
 }
 
 static const char body[] = "{\"tools\":[{\"type\":\"code_interpreter\"}]}";

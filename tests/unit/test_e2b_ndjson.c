@@ -1,17 +1,16 @@
 /* test_e2b_ndjson.c - shim/sandbox/e2b_ndjson.c: e2b's /execute NDJSON
- * lines made a result like the local backend's; shim/http.c's pure
- * Retry-After parser. */
+ * lines made a result like the local backend's. (Retry-After is
+ * libcurl's to parse: shim/http.c reads CURLINFO_RETRY_AFTER.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "e2b_ndjson.h"
-#include "http.h"
 
 static void feed(struct shim_e2b_ndjson *p, const char *const *lines)
 {
@@ -181,21 +180,6 @@ static void strip_ansi_forms(void **state)
     assert_string_equal(s, "red xend");
 }
 
-static void retry_after_seconds_and_dates(void **state)
-{
-    time_t now = 1767225600; /* Thu, 01 Jan 2026 00:00:00 GMT */
-    (void)state;
-
-    assert_int_equal(shim_http_retry_after("3", now), 3);
-    assert_int_equal(shim_http_retry_after(" 120\r\n", now), 120);
-    assert_int_equal(shim_http_retry_after("Thu, 01 Jan 2026 00:00:07 GMT", now), 7);
-    assert_int_equal(shim_http_retry_after("Wed, 31 Dec 2025 23:00:00 GMT", now), 0);
-    assert_int_equal(shim_http_retry_after("soon", now), -1);
-    assert_int_equal(shim_http_retry_after("5x", now), -1);
-    assert_int_equal(shim_http_retry_after(NULL, now), -1);
-    assert_true(shim_http_retry_after("99999999999999999999", now) > 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,7 +192,6 @@ int main(void)
         cmocka_unit_test(output_keeps_head_and_tail_within_bound),
         cmocka_unit_test(cut_stream_says_where),
         cmocka_unit_test(strip_ansi_forms),
-        cmocka_unit_test(retry_after_seconds_and_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "handles.h"
-
-#define H(x) ((CURL *)(uintptr_t)(x))
+#include "handles_rec.h"
 
 static size_t dummy_write(char *p, size_t s, size_t n, void *u)
 {
@@ -30,34 +29,6 @@ static size_t dummy_header(char *p, size_t s, size_t n, void *u)
     (void)p;
     (void)u;
     return s * n;
-}
-
-static void rec_p(CURL *h, CURLoption opt, const void *p)
-{
-    union shim_optval v;
-    v.p = (void *)p;
-    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, opt, v, 1);
-}
-
-static void rec_l(CURL *h, CURLoption opt, long l)
-{
-    union shim_optval v;
-    v.l = l;
-    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, opt, v, 1);
-}
-
-static void rec_off(CURL *h, CURLoption opt, curl_off_t off)
-{
-    union shim_optval v;
-    v.off = off;
-    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, opt, v, 1);
-}
-
-static void rec_fn(CURL *h, CURLoption opt, shim_write_fn fn)
-{
-    union shim_optval v;
-    v.fn = (void (*)(void))fn;
-    shim_handles_record(h, SHIM_FLAVOR_OPENSSL, opt, v, 1);
 }
 
 static void view(CURL *h, struct shim_handle_view *v)

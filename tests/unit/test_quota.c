@@ -38,9 +38,7 @@ static int setup(void **state)
     (void)state;
     if (scratch_make(g_dir, sizeof(g_dir), "quota") < 0)
         return -1;
-    shim_config_parse(&g_cfg, scratch_no_env, NULL, NULL);
-    snprintf(g_cfg.runtime_dir, sizeof(g_cfg.runtime_dir), "%s/rt", g_dir);
-    g_cfg.runtime_dir_default = 0;
+    scratch_runtime(&g_cfg, g_dir);
     g_cfg.user_sessions = 2;
     g_cfg.user_hosts = 1;
     g_nfds = 0;

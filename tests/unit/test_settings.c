@@ -261,6 +261,78 @@ static void the_table_is_whole(void **state)
     assert_string_equal(why, "CODESHIM_MAX_LOOPS=1001: out of range 1..1000; using 10");
 }
 
+/* A word setting's value in any case names the word as the table spells
+ * it; anything else, or a setting of another kind, is -EINVAL. */
+static void words_are_named_as_the_table_spells_them(void **state)
+{
+    char w[16];
+    (void)state;
+
+    assert_int_equal(shim_setting_word(shim_setting_find("CODESHIM_LOG"), "DeBuG", w,
+                                       sizeof(w)), 3);
+    assert_string_equal(w, "debug");
+    assert_int_equal(shim_setting_word(shim_setting_find("CODESHIM_SANDBOX"), "E2B", w,
+                                       sizeof(w)), 1);
+    assert_string_equal(w, "e2b");
+    assert_int_equal(shim_setting_word(shim_setting_find("CODESHIM_LOG"), "deb", w, sizeof(w)),
+                     -EINVAL);
+    assert_int_equal(shim_setting_word(shim_setting_find("CODESHIM_LOG"), "", w, sizeof(w)),
+                     -EINVAL);
+    assert_int_equal(shim_setting_word(shim_setting_find("CODESHIM_MAX_LOOPS"), "1", w,
+                                       sizeof(w)), -EINVAL);
+}
+
+/* The launcher's options come from the table: each name once, a value
+ * placeholder for all but booleans, and only kinds the launcher reads. */
+static void launcher_options_are_rows_of_the_table(void **state)
+{
+    size_t i, j, n = 0;
+    (void)state;
+
+    for (i = 0; i < shim_nsettings; i++) {
+        const struct shim_setting *s = &shim_settings[i];
+        if (!s->option) {
+            assert_null(s->arg);
+            continue;
+        }
+        n++;
+        assert_true(s->kind == SHIM_SET_BOOL || s->kind == SHIM_SET_NUM ||
+                    s->kind == SHIM_SET_SIZE || s->kind == SHIM_SET_WORD ||
+                    s->kind == SHIM_SET_LEVEL || s->kind == SHIM_SET_STR);
+        assert_true((s->kind == SHIM_SET_BOOL) == (s->arg == NULL));
+        assert_true(!s->option_program || s->kind == SHIM_SET_STR);
+        for (j = 0; j < i; j++)
+            assert_false(shim_settings[j].option && !strcmp(shim_settings[j].option, s->option));
+    }
+    assert_int_equal(n, 11);
+    assert_string_equal(shim_setting_find("CODESHIM_EXEC_TIMEOUT")->option, "timeout");
+}
+
+/* The CODESHIM_CONFIG keys are rows of the table: each once, each the
+ * variable whose values it takes. */
+static void file_keys_are_rows_of_the_table(void **state)
+{
+    size_t i, j, n = 0;
+    (void)state;
+
+    for (i = 0; i < shim_nsettings; i++) {
+        const char *k = shim_settings[i].file_key;
+        if (!k)
+            continue;
+        n++;
+        assert_ptr_equal(shim_setting_by_file_key(k), &shim_settings[i]);
+        for (j = 0; j < i; j++)
+            assert_false(shim_settings[j].file_key && !strcmp(shim_settings[j].file_key, k));
+    }
+    assert_int_equal(n, 19);
+    assert_string_equal(shim_setting_by_file_key("timeout")->var, "CODESHIM_EXEC_TIMEOUT");
+    assert_string_equal(shim_setting_by_file_key("backend")->var, "CODESHIM_SANDBOX");
+    assert_string_equal(shim_setting_by_file_key("api_key")->var, "CODESHIM_E2B_API_KEY");
+    assert_null(shim_setting_by_file_key("selectable")); /* config.c's own */
+    assert_null(shim_setting_by_file_key("log"));
+    assert_null(shim_setting_by_file_key(""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +345,9 @@ int main(void)
         cmocka_unit_test(secrets_are_never_echoed),
         cmocka_unit_test(misspelt_names_find_their_setting),
         cmocka_unit_test(the_table_is_whole),
+        cmocka_unit_test(words_are_named_as_the_table_spells_them),
+        cmocka_unit_test(launcher_options_are_rows_of_the_table),
+        cmocka_unit_test(file_keys_are_rows_of_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

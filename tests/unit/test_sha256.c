@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "cassette.h"
+#include "session.h"
 #include "sha256.h"
+#include "store.h"
 
 static void hex_of(const unsigned char d[32], char out[65])
 {
@@ -109,6 +111,33 @@ static void cassette_key_unchanged(void **state)
     assert_int_equal(occ, 1);
 }
 
+/* The one tagged hash the runtime directory's names come from, pinned
+ * with Python's hashlib so names made before keep matching:
+ * hashlib.sha256(b"codeshim-chain-v1\0resp_1\0").hexdigest()[:32] */
+static void tagged_names(void **state)
+{
+    const char *one[] = {"resp_1"}, *two[] = {"salt", "nonce"};
+    char out[65], via[65];
+    (void)state;
+
+    shim_sha256_tagged_hex("codeshim-chain-v1", one, 1, 16, out);
+    assert_string_equal(out, "ce3f77fcf27856b15828f5b929c4bc65");
+    shim_store_hash("codeshim-chain-v1", "resp_1", NULL, via);
+    assert_string_equal(via, out);
+    /* identity, settings, session id */
+    shim_session_name("id", "s1", "set", out);
+    assert_string_equal(out, "041116bd3bfe11960971c8b213d5513a");
+    shim_sha256_tagged_hex("codeshim-e2b-cntr-v1", two, 2, 24, out);
+    assert_string_equal(out, "a972c9fde29a35a11ac089a0788e48fe277538addb62f7b8");
+    /* no parts, the whole digest; nbytes past 32 is 32 */
+    shim_sha256_tagged_hex("tag", NULL, 0, 40, out);
+    assert_string_equal(out, "9df15185a6a9666fe0f652a058f3594f17cfbcf49a52981c95cab98eba8907be");
+    /* the parts' boundaries count: ("ab", "") is not ("a", "b") */
+    shim_sha256_tagged_hex("t", (const char *[]){"ab", ""}, 2, 16, out);
+    shim_sha256_tagged_hex("t", (const char *[]){"a", "b"}, 2, 16, via);
+    assert_string_not_equal(out, via);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +145,7 @@ int main(void)
         cmocka_unit_test(million_a),
         cmocka_unit_test(incremental_splits),
         cmocka_unit_test(cassette_key_unchanged),
+        cmocka_unit_test(tagged_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,7 @@ struct entry {
     long failonerror, include_header;
     char *errorbuffer;
     struct shim_handle_limits lim; /* timeout and progress (limits.h) */
+    struct shim_handle_cbs cbs;    /* connection callbacks (handles.h) */
     struct shim_creds creds; /* digests: a credential itself is never kept */
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
@@ -377,6 +378,20 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->net[i] = dup_or_null(v.p);
         break;
     }
+    case CURLOPT_OPENSOCKETFUNCTION: e->cbs.open = (curl_opensocket_callback)v.fn; break;
+    case CURLOPT_OPENSOCKETDATA: e->cbs.open_data = v.p; break;
+    case CURLOPT_SOCKOPTFUNCTION: e->cbs.sockopt = (curl_sockopt_callback)v.fn; break;
+    case CURLOPT_SOCKOPTDATA: e->cbs.sockopt_data = v.p; break;
+    case CURLOPT_CLOSESOCKETFUNCTION: e->cbs.close = (curl_closesocket_callback)v.fn; break;
+    case CURLOPT_CLOSESOCKETDATA: e->cbs.close_data = v.p; break;
+    case CURLOPT_PREREQFUNCTION: e->cbs.prereq = (curl_prereq_callback)v.fn; break;
+    case CURLOPT_PREREQDATA: e->cbs.prereq_data = v.p; break;
+    case CURLOPT_RESOLVER_START_FUNCTION:
+        e->cbs.resolver = (curl_resolver_start_callback)v.fn;
+        break;
+    case CURLOPT_RESOLVER_START_DATA: e->cbs.resolver_data = v.p; break;
+    case CURLOPT_SSL_CTX_FUNCTION: e->cbs.ssl_ctx = (curl_ssl_ctx_callback)v.fn; break;
+    case CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; break;
     case CURLOPT_RESOLVE:
         free(e->net[4]);
         e->net[4] = joined(v.p);
@@ -389,8 +404,8 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
 /* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
  * reads, SHIM_OPT_CRED for the credentials (kept as digests, identity.h).
  * A constant table with one slot per option (SHIM_OPT_SLOT: its low ten
- * bits mixed with the next ones, where libcurl's type base, a multiple of
- * 10000, shows), holding the option and its kind: the check in
+ * bits mixed with those from the ninth up, where libcurl's type base, a
+ * multiple of 10000, shows; no two recorded options share a slot), holding the option and its kind: the check in
  * every setopt wrapper is one load and one compare (shim_handles_wants).
  * Two options in one slot would initialise it twice, which the compiler
  * rejects (-Werror=override-init, part of -Wextra). */
@@ -412,6 +427,13 @@ const uint32_t shim_handles_opt[SHIM_OPT_SLOTS] = {
     RECORD(CURLOPT_CURLU) RECORD(CURLOPT_TIMEOUT) RECORD(CURLOPT_TIMEOUT_MS)
     RECORD(CURLOPT_NOPROGRESS) RECORD(CURLOPT_XFERINFOFUNCTION)
     RECORD(CURLOPT_PROGRESSFUNCTION) RECORD(CURLOPT_XFERINFODATA) RECORD(CURLOPT_RESOLVE)
+    /* the connection callbacks relay.c runs on the program's thread */
+    RECORD(CURLOPT_OPENSOCKETFUNCTION) RECORD(CURLOPT_OPENSOCKETDATA)
+    RECORD(CURLOPT_SOCKOPTFUNCTION) RECORD(CURLOPT_SOCKOPTDATA)
+    RECORD(CURLOPT_CLOSESOCKETFUNCTION) RECORD(CURLOPT_CLOSESOCKETDATA)
+    RECORD(CURLOPT_PREREQFUNCTION) RECORD(CURLOPT_PREREQDATA)
+    RECORD(CURLOPT_RESOLVER_START_FUNCTION) RECORD(CURLOPT_RESOLVER_START_DATA)
+    RECORD(CURLOPT_SSL_CTX_FUNCTION) RECORD(CURLOPT_SSL_CTX_DATA)
     SHIM_CRED_OPTIONS(CRED)
 };
 #undef CRED
@@ -625,6 +647,7 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->include_header = e->include_header;
     out->errorbuffer = e->errorbuffer;
     out->lim = e->lim;
+    out->cbs = e->cbs;
     out->creds = e->creds;
     for (i = 0; i < SHIM_HANDLE_NET; i++)
         if (e->net[i] && !(out->net[i] = strdup(e->net[i])))

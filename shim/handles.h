@@ -70,6 +70,24 @@ struct shim_handle_limits {
     void *progress_data;
 };
 
+/* The program's connection callbacks and their data: what libcurl calls
+ * on the thread that drives a transfer while it connects (a multi
+ * worker's duplicate calls them through multi.c, on the program's). */
+struct shim_handle_cbs {
+    curl_opensocket_callback open;
+    void *open_data;
+    curl_sockopt_callback sockopt;
+    void *sockopt_data;
+    curl_closesocket_callback close;
+    void *close_data;
+    curl_prereq_callback prereq;
+    void *prereq_data;
+    curl_resolver_start_callback resolver;
+    void *resolver_data;
+    curl_ssl_ctx_callback ssl_ctx;
+    void *ssl_ctx_data;
+};
+
 /* A copy of a handle's recorded options, taken at perform time. url and
  * custom_request (and net) are owned by the view (shim_handle_view_free); body and
  * headers are borrowed and valid while the perform that took the view
@@ -97,6 +115,7 @@ struct shim_handle_view {
     long include_header;
     char *errorbuffer;
     struct shim_handle_limits lim;
+    struct shim_handle_cbs cbs;
     struct shim_creds creds; /* credential options, as digests */
     /* CURLOPT_CAINFO, _CAPATH, _PROXY, _NOPROXY and _RESOLVE (its entries
      * joined by '\n') (owned; NULL: not set): what codeshim's own calls to
@@ -125,7 +144,7 @@ struct shim_answer_info {
  * SHIM_OPT_CRED (a credential, kept as a digest). One load from a
  * constant table and one compare (handles.c says how it is laid out). */
 #define SHIM_OPT_SLOTS 1024
-#define SHIM_OPT_SLOT(o) (((unsigned)(o) ^ (unsigned)(o) >> 10) & (SHIM_OPT_SLOTS - 1))
+#define SHIM_OPT_SLOT(o) (((unsigned)(o) ^ (unsigned)(o) >> 9) & (SHIM_OPT_SLOTS - 1))
 enum { SHIM_OPT_RECORD = 1, SHIM_OPT_CRED = 2 };
 extern const uint32_t shim_handles_opt[SHIM_OPT_SLOTS];
 static inline int shim_handles_wants(CURLoption opt)

@@ -16,6 +16,8 @@
 #include "json.h"
 #include "log.h"
 #include "loop.h"
+#include "relay.h"
+#include "upload.h"
 #include "url.h"
 #include "xfer.h"
 
@@ -357,6 +359,7 @@ struct shim_intercept_job {
     char *body;               /* detached: the copy v.body points to */
     struct curl_slist *headers; /* detached: the copy v.headers is */
     struct giveback *gb;      /* a body read from the program's callback */
+    struct shim_relay *relay; /* detached: the program's connection callbacks */
     CURLcode fail_rc;         /* ACT_FAIL: libcurl's code and message */
     const char *fail_msg;
     double t0;
@@ -376,6 +379,7 @@ void shim_intercept_job_free(struct shim_intercept_job *j)
             j->api->slist_free_all(j->headers);
         shim_guard_leave();
     }
+    shim_relay_free(j->relay); /* after the handles that call it */
     free(j->body);
     free(j->gb);
     free(j);
@@ -541,7 +545,9 @@ static CURL *dup_detached(const struct shim_curl_api *api, struct shim_intercept
     api->easy_setopt(d, CURLOPT_SHARE, (CURLSH *)NULL);
     api->easy_setopt(d, CURLOPT_ERRORBUFFER, (char *)NULL);
     api->easy_setopt(d, CURLOPT_HTTPHEADER, j->headers);
-    if (j->body) { /* else the program's own body stays (a MIME post: upload.c) */
+    if (j->body) { /* a MIME post was read on the program's thread: see detach */
+        if (j->v.method == SHIM_METHOD_POST_MIME)
+            api->easy_setopt(d, CURLOPT_MIMEPOST, (curl_mime *)NULL);
         api->easy_setopt(d, CURLOPT_POSTFIELDS, j->body);
         api->easy_setopt(d, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->v.body_len);
     }
@@ -552,15 +558,69 @@ static CURL *dup_detached(const struct shim_curl_api *api, struct shim_intercept
     api->easy_setopt(d, CURLOPT_READFUNCTION, (curl_read_callback)NULL);
     api->easy_setopt(d, CURLOPT_SEEKFUNCTION, (curl_seek_callback)NULL);
     api->easy_setopt(d, CURLOPT_IOCTLFUNCTION, (curl_ioctl_callback)NULL);
+    if (j->relay)
+        shim_relay_install(api, j->relay, d);
     return d;
 }
 
-int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j)
+/* A MIME post codeshim answers (a Containers API upload): libcurl reads
+ * its parts through the program's callbacks, so it is read here, on the
+ * program's thread, into j->body with its Content-Type first in
+ * j->headers. 0, or -errno. */
+static int take_mime(const struct shim_curl_api *api, struct shim_intercept_job *j, int *oom)
 {
-    int oom = 0;
+    struct shim_upload up;
+    struct curl_slist *l, *t;
+    char line[300];
+    int err;
+
+    memset(&up, 0, sizeof(up));
+    err = shim_upload_capture(api, j->h, shim_config()->file_max + 65536, &up);
+    if (err < 0)
+        return err;
+    snprintf(line, sizeof(line), "Content-Type: %s", up.content_type);
+    shim_guard_enter();
+    l = api->slist_append(NULL, line);
+    t = l ? copy_list(api, j->v.headers, oom) : NULL;
+    if (l && t) {
+        struct curl_slist *e = l;
+        e->next = t;
+    }
+    shim_guard_leave();
+    if (!l || *oom) {
+        shim_upload_free(&up);
+        *oom = 1;
+        return -ENOMEM;
+    }
+    j->headers = l;
+    j->body = up.body;
+    j->v.body_len = up.len;
+    return 0;
+}
+
+int shim_intercept_reads_program(const struct shim_intercept_job *j)
+{
+    return j->act == ACT_CONTAINERS && j->v.method == SHIM_METHOD_POST_MIME && !j->v.body;
+}
+
+int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j,
+                          struct shim_sinkq *q)
+{
+    int oom = 0, err;
 
     j->api = api;
-    if (j->v.body) {
+    if (q && shim_relay_new(q, j->h, &j->v.cbs, j->t0, j->v.lim.timeout_ms, &j->relay) < 0)
+        return -ENOMEM;
+    if (shim_intercept_reads_program(j)) {
+        if ((err = take_mime(api, j, &oom)) < 0) {
+            j->act = ACT_FAIL;
+            j->fail_rc = oom ? CURLE_OUT_OF_MEMORY : CURLE_READ_ERROR;
+            j->fail_msg = oom ? "codeshim: out of memory"
+                              : "codeshim could not read this upload's MIME body";
+            if (oom)
+                return -ENOMEM;
+        }
+    } else if (j->v.body) {
         j->body = malloc(j->v.body_len + 1);
         if (!j->body)
             return -ENOMEM;
@@ -568,7 +628,8 @@ int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept
         j->body[j->v.body_len] = '\0';
     }
     shim_guard_enter();
-    j->headers = copy_list(api, j->v.headers, &oom);
+    if (!j->headers)
+        j->headers = copy_list(api, j->v.headers, &oom);
     j->own = oom ? NULL : dup_detached(api, j);
     shim_guard_leave();
     if (oom)

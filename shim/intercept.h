@@ -9,6 +9,8 @@
 #include "handles.h"
 #include "real.h"
 
+struct shim_sinkq;
+
 CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h);
 
 struct shim_intercept_job;
@@ -37,9 +39,16 @@ void shim_intercept_duphandle(const struct shim_curl_api *api, CURL *from, CURL 
  * and header list are copied, the model calls will use a private
  * duplicate of h (its CURLOPT_SHARE dropped: a share without lock
  * callbacks must not be used from two threads), and the view keeps no
- * callbacks or error buffer (queued delivery needs none). 0, -ENOMEM, or
+ * callbacks or error buffer (queued delivery needs none). With q, the
+ * program's connection callbacks on the duplicate are called through q,
+ * on the program's thread (relay.h); a MIME post is read now. 0, -ENOMEM, or
  * -ENOTSUP when libcurl cannot duplicate h. */
-int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j);
+int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept_job *j,
+                          struct shim_sinkq *q);
+/* 1 when detaching j reads the program's callbacks (a MIME post's parts,
+ * which libcurl reads inside a call that drives the transfer): detach it
+ * there. */
+int shim_intercept_reads_program(const struct shim_intercept_job *j);
 /* Answers j through sinks made on the calling thread: the loop, or
  * codeshim's own refusal, under the program's limits (xfer.h: its
  * deadline, and its progress callback unless detached). Returns the

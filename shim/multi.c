@@ -7,7 +7,12 @@
  * then). The registry mutex guards the lists only: it is never held while
  * a callback of the program or a real libcurl function runs. The worker
  * and the program's thread share nothing but the queue (sinkq.h) and the
- * job the worker owns. */
+ * job the worker owns. The program's callbacks run only here, on its
+ * thread inside the calls that drive the multi handle: the replay of
+ * what the worker delivered (sink.h, which also pauses it) and the
+ * connection callbacks its model calls need (relay.h, served by serve()
+ * through the same queue); removal stops the queue, which stops the
+ * worker's model call and execution (xfer.h) and every relayed call. */
 #include "multi.h"
 
 #include "clock.h"
@@ -17,6 +22,7 @@
 #include "pool.h"
 #include "sink.h"
 #include "sinkq.h"
+#include "xfer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,8 +48,10 @@ struct xfer {
     int gone;                   /* easy cleaned up from a callback */
     int orphan;                 /* forked: its worker is the parent's */
     /* not decided yet: its body is read from the program's read callback
-     * inside the next call that drives the multi handle (resolve) */
+     * inside the next call that drives the multi handle (resolve); or
+     * decided (ij) but its MIME post still to read there */
     int pending;
+    struct shim_intercept_job *ij;
     double t0;                  /* when it was added */
     unsigned long seq;          /* completion order, for info_read */
     CURLMsg msg;
@@ -61,6 +69,7 @@ struct mstate {
     long real_ms;      /* libcurl's last timer request (-1: none) */
     int64_t real_at;   /* ...as a deadline */
     int real_called;   /* libcurl asked during the current call */
+    int64_t given_at;  /* the program's timer from us (-1: none) */
     int busy;          /* replaying: the program's callbacks run */
     struct xfer *xfers;
     unsigned long seq;
@@ -128,6 +137,7 @@ static struct mstate *get_state(const struct shim_curl_api *api, CURLM *m)
     st->m = m;
     st->api = api;
     st->real_ms = -1;
+    st->given_at = -1;
     pthread_mutex_lock(&reg_mu);
     st->next = reg;
     reg = st;
@@ -193,11 +203,15 @@ static void work_run(struct shim_pool_job *pj)
 
     if (!shim_sinkq_stopped(w->q)) { /* removed while it waited: no call */
         shim_sink_queue_into(w->q);
+        shim_xfer_cancel_by(w->q); /* removal stops its calls and executions */
         rc = shim_intercept_answer(w->api, w->ij);
+        shim_xfer_cancel_by(NULL);
         shim_sink_queue_into(NULL);
     }
-    shim_sink_queue_end(w->q, rc);
+    /* its handles closed while the program's close-socket callback may
+     * still be called through the queue, then the end */
     shim_intercept_job_free(w->ij);
+    shim_sink_queue_end(w->q, rc);
     shim_sinkq_unref(w->q);
     free(w);
 }
@@ -220,7 +234,7 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
                        struct shim_intercept_job *ij)
 {
     struct work *w;
-    int err = shim_intercept_detach(api, ij);
+    int err = shim_intercept_detach(api, ij, x->q);
 
     if (err) {
         fail_now(x->q, x->easy, &x->pv, err == -ENOTSUP ? CURLE_FAILED_INIT : CURLE_OUT_OF_MEMORY,
@@ -247,21 +261,60 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
              "codeshim: cannot start a worker thread for this transfer");
 }
 
-/* ---- timers ---- */
+/* ---- timers ----
+ *
+ * The program's timer (CURLMOPT_TIMERFUNCTION) is asked for the sooner
+ * of libcurl's own deadline and, while an intercepted transfer wants its
+ * progress callback, PROGRESS_MS from now: a program that drives its
+ * multi handle by socket_action alone learns its timeouts only so, and
+ * libcurl calls a transfer's progress callback about once a second when
+ * nothing moves. given_at is the deadline the program holds from us. */
 
-/* libcurl's timer requests reach the program through here, so that a
- * 0 ms timeout codeshim gave for a new transfer never makes one of
- * libcurl's get lost (libcurl only calls again when its deadline moves). */
+static int any_progress(const struct mstate *st);
+
+/* How long a program waiting on its multi handle may go without a call
+ * of a transfer's progress callback. */
+#define PROGRESS_MS 1000
+
+static int give_timer(struct mstate *st, int64_t at, int64_t now)
+{
+    st->given_at = at;
+    return st->timer_cb(st->m, at < 0 ? -1 : at <= now ? 0 : (long)(at - now), st->timer_data);
+}
+
+/* Gives the program the timeout it should hold now, unless the one it
+ * holds fires no later. The return value is its callback's (0: none). */
+static int retime(struct mstate *st)
+{
+    int64_t now = shim_clock_ms(), want = st->real_ms >= 0 ? st->real_at : -1;
+
+    if (!st->timer_cb || st->kick) /* the 0 ms kick stands */
+        return 0;
+    if (any_progress(st) && (want < 0 || want > now + PROGRESS_MS))
+        want = now + PROGRESS_MS;
+    if (want >= 0 && st->given_at >= 0 && st->given_at <= want)
+        return 0;
+    if (want < 0 && st->given_at < 0)
+        return 0;
+    if (want < 0) { /* libcurl deleted its timer and nothing of ours waits */
+        st->given_at = -1;
+        return st->real_called ? st->timer_cb(st->m, -1, st->timer_data) : 0;
+    }
+    return give_timer(st, want, now);
+}
+
+/* libcurl's timer requests reach the program through here. */
 static int trampoline(CURLM *m, long ms, void *clientp)
 {
     struct mstate *st = clientp;
 
+    (void)m;
     st->real_ms = ms;
     st->real_at = ms >= 0 ? shim_clock_ms() + ms : 0;
     st->real_called = 1;
-    if (st->kick) /* the program's 0 ms timer stands; see after_kick */
-        return 0;
-    return st->timer_cb ? st->timer_cb(m, ms, st->timer_data) : 0;
+    if (ms >= 0 && st->given_at >= 0 && st->given_at > st->real_at)
+        st->given_at = -1; /* libcurl wants it sooner: given again below */
+    return retime(st);
 }
 
 /* A new intercepted transfer: like libcurl's add_handle, ask the program
@@ -272,19 +325,7 @@ static void kick(struct mstate *st)
     if (!st->timer_cb || st->kick)
         return;
     st->kick = 1;
-    st->timer_cb(st->m, 0, st->timer_data);
-}
-
-/* After the kick fired and libcurl was called: give the program libcurl's
- * own pending timeout again unless libcurl just did. */
-static void after_kick(struct mstate *st)
-{
-    int64_t left;
-
-    if (st->real_called || st->real_ms < 0 || !st->timer_cb)
-        return;
-    left = st->real_at - shim_clock_ms();
-    st->timer_cb(st->m, left < 0 ? 0 : (long)left, st->timer_data);
+    give_timer(st, shim_clock_ms(), shim_clock_ms());
 }
 
 /* ---- delivery, on the program's thread ---- */
@@ -322,13 +363,14 @@ static void finish(struct mstate *st, struct xfer *x, CURLcode rc)
     x->msg.msg = CURLMSG_DONE;
     x->msg.easy_handle = x->easy;
     x->msg.data.result = rc;
+    shim_sink_drop_held(&x->out);
     shim_handle_view_free(&x->pv);
 }
 
-/* How long a program waiting on its multi handle may go without a call
- * of a transfer's progress callback (libcurl: about once a second when
- * nothing moves). */
-#define PROGRESS_MS 1000
+static int recv_paused(const struct xfer *x)
+{
+    return (x->out.paused & CURLPAUSE_RECV) != 0;
+}
 
 static int wants_progress(const struct xfer *x)
 {
@@ -373,7 +415,7 @@ static void serve_one(struct mstate *st, struct xfer *x)
 {
     CURLcode rc;
 
-    if (st->sock_cb && !x->reported && x->fd >= 0) {
+    if (st->sock_cb && !x->reported && x->fd >= 0 && !recv_paused(x)) {
         x->reported = 1;
         tell_socket(st, x, CURL_POLL_IN);
     }
@@ -382,10 +424,22 @@ static void serve_one(struct mstate *st, struct xfer *x)
                        "codeshim: the process forked while this transfer ran; its loop "
                        "stayed with the parent");
         finish(st, x, CURLE_SEND_ERROR);
-    } else if (x->q && shim_sinkq_pending(x->q) && shim_sink_replay(&x->out, x->q, &rc)) {
-        finish(st, x, rc);
     } else if (x->q) {
-        progress(st, x);
+        /* what it delivered first (unless the program paused it), then
+         * the callback its worker waits on, else its progress */
+        if (!recv_paused(x) && (x->out.held || shim_sinkq_pending(x->q)) &&
+            shim_sink_replay(&x->out, x->q, &rc)) {
+            finish(st, x, rc);
+            return;
+        }
+        if (x->gone)
+            return;
+        if (recv_paused(x) && x->reported) { /* as libcurl: no interest while paused */
+            tell_socket(st, x, CURL_POLL_REMOVE);
+            x->reported = 0;
+        }
+        if (!shim_sinkq_serve_call(x->q) && (recv_paused(x) || !shim_sinkq_pending(x->q)))
+            progress(st, x);
     }
 }
 
@@ -401,6 +455,8 @@ static void serve_one(struct mstate *st, struct xfer *x)
 static int make_ours(const struct shim_curl_api *api, struct xfer *x,
                      struct shim_intercept_job *ij)
 {
+    int paused = x->out.paused; /* paused before its body was read */
+
     if (shim_sinkq_new(QUEUE_CAP, &x->q) < 0 || shim_handles_view(x->easy, &x->pv) < 0) {
         if (x->q)
             shim_sinkq_unref(x->q);
@@ -410,6 +466,7 @@ static int make_ours(const struct shim_curl_api *api, struct xfer *x,
     }
     x->fd = shim_sinkq_fd(x->q);
     shim_sink_init(&x->out, x->easy, &x->pv, shim_clock_s());
+    x->out.paused = paused;
     start_work(api, x, ij);
     LOG_INFO("intercepted a transfer added to a multi handle");
     return 0;
@@ -426,6 +483,13 @@ static void resolve(struct mstate *st, struct xfer *x)
     CURLMcode rc;
 
     x->pending = 0;
+    if (x->ij) { /* decided: its MIME post is read now */
+        ij = x->ij;
+        x->ij = NULL;
+        if (make_ours(st->api, x, ij) < 0)
+            finish(st, x, CURLE_OUT_OF_MEMORY);
+        return;
+    }
     if (shim_intercept_decide(x->easy, x->t0, 1, &ij) == SHIM_DECIDE_OURS) {
         if (make_ours(st->api, x, ij) < 0)
             finish(st, x, CURLE_OUT_OF_MEMORY);
@@ -479,7 +543,11 @@ static int news(const struct mstate *st)
     for (x = st->xfers; x; x = x->next) {
         if (x->done || x->gone)
             continue;
-        if (x->pending || x->orphan || (st->sock_cb && !x->reported) || (x->q && shim_sinkq_pending(x->q)))
+        if (x->pending || x->orphan)
+            return 1;
+        if (x->q && recv_paused(x) ? shim_sinkq_has_call(x->q)
+                                   : (st->sock_cb && !x->reported) || x->out.held ||
+                                         (x->q && shim_sinkq_pending(x->q)))
             return 1;
     }
     return 0;
@@ -495,7 +563,9 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
         LOG_INFO("intercepted transfer stopped before its end");
     release(x);
     unlink_xfer(st, x);
+    shim_sink_drop_held(&x->out);
     shim_handle_view_free(&x->pv);
+    shim_intercept_job_free(x->ij);
     free(x);
 }
 
@@ -535,6 +605,9 @@ CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
     x->t0 = t0;
     if (d == SHIM_DECIDE_LATER) {
         x->pending = 1;
+    } else if (shim_intercept_reads_program(ij)) {
+        x->pending = 1;
+        x->ij = ij;
     } else if (make_ours(api, x, ij) < 0) {
         free(x);
         return CURLM_OUT_OF_MEMORY;
@@ -601,7 +674,7 @@ CURLMcode shim_multi_socket_action(const struct shim_curl_api *api, CURLM *m,
 {
     struct mstate *st = find(m);
     CURLMcode rc;
-    int r = 0, fired = 0;
+    int r = 0;
 
     if (!st) {
         REAL(api->multi_socket_action(m, s, ev, running));
@@ -609,17 +682,17 @@ CURLMcode shim_multi_socket_action(const struct shim_curl_api *api, CURLM *m,
     }
     if (st->busy)
         return CURLM_RECURSIVE_API_CALL;
-    if (s == CURL_SOCKET_TIMEOUT && st->kick) {
-        st->kick = 0;
-        fired = 1;
+    if (s == CURL_SOCKET_TIMEOUT && (st->kick || (st->given_at >= 0 &&
+                                                  st->given_at <= shim_clock_ms() + 1))) {
+        st->kick = 0; /* the program's timer fired */
+        st->given_at = -1;
     }
     serve(st);
     /* libcurl ignores a socket it does not know (one of ours) and only
      * runs its expired timers: the call is what gives its running count */
     st->real_called = 0;
     REAL(api->multi_socket_action(m, s, ev, &r));
-    if (fired)
-        after_kick(st);
+    retime(st);
     if (running)
         *running = r + active(st);
     return rc;
@@ -653,7 +726,7 @@ CURLMcode shim_multi_wait(const struct shim_curl_api *api, CURLM *m, struct curl
     for (k = 0; k < n; k++)
         all[k] = extra[k];
     for (x = st->xfers; x && k < total; x = x->next)
-        if (!x->done && !x->gone && x->fd >= 0) {
+        if (!x->done && !x->gone && x->fd >= 0 && !recv_paused(x)) {
             all[k].fd = x->fd;
             all[k].events = CURL_WAIT_POLLIN;
             k++;
@@ -680,7 +753,7 @@ CURLMcode shim_multi_fdset(const struct shim_curl_api *api, CURLM *m, fd_set *r,
     if (rc != CURLM_OK || !st || !r)
         return rc;
     for (x = st->xfers; x; x = x->next)
-        if (!x->done && !x->gone && x->fd >= 0 && x->fd < FD_SETSIZE) {
+        if (!x->done && !x->gone && x->fd >= 0 && x->fd < FD_SETSIZE && !recv_paused(x)) {
             FD_SET(x->fd, r);
             if (max_fd && *max_fd < x->fd)
                 *max_fd = x->fd;
@@ -837,6 +910,27 @@ int shim_multi_owns(CURL *e)
     struct mstate *st;
 
     return owner(e, &st) != NULL;
+}
+
+int shim_multi_pause(CURL *e, int bits)
+{
+    struct mstate *st;
+    struct xfer *x = owner(e, &st);
+    int was;
+
+    if (!x)
+        return 0;
+    if (x->done)
+        return 1;
+    was = recv_paused(x);
+    x->out.paused = bits & (CURLPAUSE_RECV | CURLPAUSE_SEND);
+    if (!was && recv_paused(x) && x->reported) {
+        tell_socket(st, x, CURL_POLL_REMOVE);
+        x->reported = 0;
+    } else if (was && !recv_paused(x)) {
+        kick(st); /* delivery goes on at the next drive */
+    }
+    return 1;
 }
 
 void shim_multi_forget_easy(CURL *e)

@@ -46,6 +46,11 @@ CURLMcode shim_multi_setopt(const struct shim_curl_api *api, CURLM *m, CURLMopti
 CURLMcode shim_multi_assign(const struct shim_curl_api *api, CURLM *m, curl_socket_t s,
                             void *p);
 CURLMcode shim_multi_cleanup(const struct shim_curl_api *api, CURLM *m);
+/* curl_easy_pause(e, bits) of an intercepted multi transfer: delivery
+ * to its write callback holds while CURLPAUSE_RECV is set and goes on
+ * from the refused chunk once cleared (sink.h). 1 when e is one, else 0
+ * (libcurl's). */
+int shim_multi_pause(CURL *e, int bits);
 /* curl_easy_cleanup(e): stops e's intercepted transfer, if any. */
 void shim_multi_forget_easy(CURL *e);
 /* 1 when e is an intercepted transfer of some multi handle now. */

@@ -25,7 +25,14 @@
 #define G (1024LL * M)
 #define T (1024LL * G)
 /* A default computed when parsing: CODESHIM_MAX_INFLIGHT's. */
-#define DEF_BY_CORES (-1)
+#define DEF_BY_MEMORY (-1)
+/* ...from what one intercepted transfer may hold at once (a worker's
+ * stack, its queue, request and answer buffers, its share of a sandbox)
+ * within half the machine's memory, between these bounds: the loop
+ * mostly waits on the network, so the cores do not bound it */
+#define INFLIGHT_BUDGET (32 * M)
+#define INFLIGHT_MIN 16
+#define INFLIGHT_MAX 256
 /* The launcher's option: its name, the value's placeholder, whether it
  * names a program. */
 #define OPT(name, arg, program) name, arg, program
@@ -137,8 +144,9 @@ const struct shim_setting shim_settings[] = {
      0, 0, "idle minutes before a request's container expires", NO_OPT, NO_KEY},
     {"CODESHIM_CONFIG", SHIM_SET_STR, F(config_file), 0, 0, 0, "", 0, 0,
      "YAML file of named sandboxes", NO_OPT, NO_KEY},
-    {"CODESHIM_MAX_INFLIGHT", SHIM_SET_NUM, F(max_inflight), DEF_BY_CORES, 1, 1024, NULL, 0,
-     0, "intercepted multi transfers whose loops run at once (default 2 x cores)", NO_OPT, NO_KEY},
+    {"CODESHIM_MAX_INFLIGHT", SHIM_SET_NUM, F(max_inflight), DEF_BY_MEMORY, 1, 1024, NULL,
+     0, 0, "intercepted multi transfers whose loops run at once (default: one per 32 MiB of "
+     "half the memory, 16..256)", NO_OPT, NO_KEY},
 };
 const size_t shim_nsettings = sizeof(shim_settings) / sizeof(shim_settings[0]);
 
@@ -232,15 +240,15 @@ static void fmt_value(const struct shim_setting *s, long long n, char *out, size
 
 static long long default_of(const struct shim_setting *s)
 {
-    long n;
+    long pages, psize;
+    long long n;
 
-    if (s->def != DEF_BY_CORES)
+    if (s->def != DEF_BY_MEMORY)
         return s->def;
-    /* two per online core: they mostly wait on the model */
-    n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        n = 1;
-    return n > 32 ? 64 : 2 * n;
+    pages = sysconf(_SC_PHYS_PAGES);
+    psize = sysconf(_SC_PAGESIZE);
+    n = pages > 0 && psize > 0 ? (long long)pages / 2 / (INFLIGHT_BUDGET / psize) : 0;
+    return n < INFLIGHT_MIN ? INFLIGHT_MIN : n > INFLIGHT_MAX ? INFLIGHT_MAX : n;
 }
 
 /* A whole number, or a size with an optional binary suffix K, M, G or T
@@ -384,8 +392,9 @@ void shim_setting_describe(const struct shim_setting *s, char *def, char *range,
         break;
     case SHIM_SET_NUM:
     case SHIM_SET_SIZE:
-        if (s->def == DEF_BY_CORES)
-            snprintf(def, n, "2 x online cores (at most 64)");
+        if (s->def == DEF_BY_MEMORY)
+            snprintf(def, n, "one per 32 MiB of half the memory (%d to %d)", INFLIGHT_MIN,
+                     INFLIGHT_MAX);
         else
             fmt_value(s, s->def, def, n);
         fmt_value(s, s->lo, lo, sizeof(lo));

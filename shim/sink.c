@@ -243,8 +243,8 @@ static size_t paused_write(struct shim_sink *s, shim_write_fn fn, const char *p,
         s->x->paused |= CURLPAUSE_RECV;
     }
     if (took == CURL_WRITEFUNC_PAUSE)
-        LOG_WARN("the program paused a transfer codeshim answers on another thread; "
-                 "codeshim cannot pause it, failing it");
+        LOG_WARN("the program paused a multi transfer codeshim answers from its header "
+                 "callback; codeshim pauses only its write callback, failing it");
     return took;
 }
 
@@ -474,20 +474,63 @@ static void replay_one(struct shim_sink *s, const struct shim_sinkq_item *it)
     }
 }
 
+/* A body record written from s->held_off as libcurl writes it: 1 when
+ * all of it went (or the callback failed the transfer), 0 when the
+ * program paused (the refused chunk is written again on resume). */
+static int replay_body(struct shim_sink *s, const struct shim_sinkq_item *it)
+{
+    while (s->held_off < it->len && limits(s) == CURLE_OK) {
+        size_t n = it->len - s->held_off, took;
+
+        if (n > CURL_MAX_WRITE_SIZE)
+            n = CURL_MAX_WRITE_SIZE;
+        if (s->paused & CURLPAUSE_RECV)
+            return 0;
+        took = call_write(s->v->write_cb, it->data + s->held_off, n, s->v->write_data);
+        if (took == CURL_WRITEFUNC_PAUSE) {
+            s->paused |= CURLPAUSE_RECV;
+            return 0;
+        }
+        if (took != n) {
+            shim_sink_fail(s, CURLE_WRITE_ERROR, "Failure writing output to destination");
+            break;
+        }
+        s->info.size_download += (curl_off_t)n;
+        s->held_off += n;
+    }
+    s->held_off = 0;
+    return 1;
+}
+
 int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc)
 {
-    struct shim_sinkq_item *it, *next;
+    struct shim_sinkq_item *it, **tail;
     int ended, result, failed = 0;
 
-    it = shim_sinkq_take(q, &ended, &result);
-    for (; it; it = next) {
-        next = it->next;
+    if (!(s->paused & CURLPAUSE_RECV) && !s->held_end) { /* paused: the queue fills */
+        it = shim_sinkq_take(q, &ended, &result);
+        for (tail = &s->held; *tail; tail = &(*tail)->next)
+            ;
+        *tail = it;
+        if (ended) {
+            s->held_end = 1;
+            s->held_result = result;
+        }
+    }
+    while ((it = s->held) != NULL) {
         /* after the program's callback failed, libcurl would call no
          * more callbacks: only a failure record may still fill in */
-        if (!failed || it->kind == REC_FAIL)
+        if (!failed && it->kind == REC_BODY) {
+            if (!replay_body(s, it))
+                return 0;
+        } else if (!failed || it->kind == REC_FAIL) {
+            if (!failed && (s->paused & CURLPAUSE_RECV))
+                return 0;
             replay_one(s, it);
+        }
         if (s->rc != CURLE_OK && !failed && it->kind != REC_FAIL && it->kind != REC_END)
             failed = 1;
+        s->held = it->next;
         free(it);
     }
     if (failed) { /* the program stopped it: over now */
@@ -495,8 +538,19 @@ int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc)
         *rc = s->rc;
         return 1;
     }
-    if (!ended)
+    if (!s->held_end)
         return 0;
-    *rc = s->rc != CURLE_OK ? s->rc : (CURLcode)result;
+    *rc = s->rc != CURLE_OK ? s->rc : (CURLcode)s->held_result;
     return 1;
+}
+
+void shim_sink_drop_held(struct shim_sink *s)
+{
+    struct shim_sinkq_item *it, *next;
+
+    for (it = s->held; it; it = next) {
+        next = it->next;
+        free(it);
+    }
+    s->held = NULL;
 }

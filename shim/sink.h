@@ -45,6 +45,14 @@ struct shim_sink {
     CURL *h;
     const struct shim_handle_view *v;
     struct shim_answer_info info;
+    /* replay (multi.c): the program paused receiving (CURLPAUSE_RECV,
+     * from CURL_WRITEFUNC_PAUSE or curl_easy_pause); the records not
+     * delivered yet, oldest first, the first one's bytes already
+     * written, and whether the writer had ended (with its result) */
+    int paused;
+    struct shim_sinkq_item *held;
+    size_t held_off;
+    int held_end, held_result;
     CURLcode rc; /* first failure; later calls do nothing */
     char message[CURL_ERROR_SIZE]; /* its text */
     double t0;
@@ -90,6 +98,11 @@ void shim_sink_queue_end(struct shim_sinkq *q, CURLcode rc);
  * a failure of the program's callbacks wins over the worker's result),
  * else 0. The caller then stops q. */
 int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc);
+/* While s->paused has CURLPAUSE_RECV nothing is taken from q or written;
+ * a write callback that answers CURL_WRITEFUNC_PAUSE sets it, and the
+ * chunk it refused is written again first once the program clears it.
+ * Frees the records a replay sink still holds. */
+void shim_sink_drop_held(struct shim_sink *s);
 
 
 #endif

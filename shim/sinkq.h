@@ -56,4 +56,22 @@ int shim_sinkq_fd(struct shim_sinkq *q);
  * wakes a blocked writer. */
 void shim_sinkq_stop(struct shim_sinkq *q);
 
+/* Calls the writer needs made on the reader's thread (the program's
+ * callbacks, multi.c): the writer posts run(arg) and waits until the
+ * reader has run it (0), the reader stopped before taking it, or the
+ * writer had ended or has a call waiting already (-ECANCELED), or
+ * timeout_ms (> 0; else no limit) passed before the reader took it
+ * (-ETIMEDOUT). A call the reader has taken is always waited for: arg
+ * stays valid while it runs. A posted call counts as pending and wakes
+ * the fd. */
+int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, long timeout_ms);
+/* Reader: runs the posted call, if any and not stopped (1), else 0. */
+int shim_sinkq_serve_call(struct shim_sinkq *q);
+/* Writer: fn(arg) is called by shim_sinkq_stop (once, under the queue's
+ * lock: it must not call the queue) unless it was stopped already; fn
+ * NULL takes it back, after which it is never called. */
+void shim_sinkq_on_stop(struct shim_sinkq *q, void (*fn)(void *arg), void *arg);
+/* Reader: 1 while a posted call waits to be run. */
+int shim_sinkq_has_call(struct shim_sinkq *q);
+
 #endif

@@ -3,11 +3,18 @@
 #include "xfer.h"
 
 #include "clock.h"
+#include "sinkq.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static __thread struct shim_xfer *tls_top;
+static __thread struct shim_sinkq *tls_cancel;
+
+void shim_xfer_cancel_by(struct shim_sinkq *q)
+{
+    tls_cancel = q;
+}
 
 void shim_xfer_begin(struct shim_xfer *x, CURL *h, const struct shim_handle_view *v,
                      double t0)
@@ -17,6 +24,7 @@ void shim_xfer_begin(struct shim_xfer *x, CURL *h, const struct shim_handle_view
     x->lim = v->lim;
     x->t0 = t0;
     x->ultotal = x->ulnow = (curl_off_t)v->body_len;
+    x->cancel = tls_cancel;
     x->up = tls_top;
     tls_top = x;
 }
@@ -63,7 +71,9 @@ static CURLcode trip(struct shim_xfer *x, CURLcode rc)
     long ms = elapsed_ms(x);
 
     x->rc = rc;
-    if (rc == CURLE_ABORTED_BY_CALLBACK)
+    if (rc == CURLE_ABORTED_BY_CALLBACK && x->cancel && shim_sinkq_stopped(x->cancel))
+        snprintf(x->message, sizeof(x->message), "codeshim: the transfer was removed");
+    else if (rc == CURLE_ABORTED_BY_CALLBACK)
         snprintf(x->message, sizeof(x->message), "Callback aborted");
     else if (x->dltotal > 0) /* libcurl's words (multi.c) */
         snprintf(x->message, sizeof(x->message),
@@ -101,6 +111,8 @@ CURLcode shim_xfer_check(struct shim_xfer *x)
 {
     if (!x || x->rc != CURLE_OK)
         return x ? x->rc : CURLE_OK;
+    if (x->cancel && shim_sinkq_stopped(x->cancel))
+        return trip(x, CURLE_ABORTED_BY_CALLBACK);
     if (shim_xfer_left_ms(x) < 0)
         return trip(x, CURLE_OPERATION_TIMEDOUT);
     if (call_progress(x))

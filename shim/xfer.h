@@ -24,6 +24,8 @@
 
 #include <curl/curl.h>
 
+struct shim_sinkq;
+
 struct shim_xfer {
     struct shim_xfer *up; /* the thread's enclosing transfer (nested perform) */
     CURL *h;
@@ -34,9 +36,17 @@ struct shim_xfer {
     /* what the program is told: bytes delivered of how many (0:
      * unknown), the request body read of its length */
     curl_off_t dltotal, dlnow, ultotal, ulnow;
+    /* a multi worker's: the transfer's queue, stopped once the program
+     * removed or cleaned it up, which stops the transfer at its next
+     * check (an upstream call's progress, an execution's poll) */
+    struct shim_sinkq *cancel;
     CURLcode rc;
     char message[CURL_ERROR_SIZE];
 };
+
+/* A multi worker, before it answers a transfer: the transfers this
+ * thread begins from now on stop once q is stopped (NULL: none). */
+void shim_xfer_cancel_by(struct shim_sinkq *q);
 
 /* Starts watching h's transfer, begun at t0 (seconds, shim_clock_s), on
  * this thread, with the options v recorded. end must follow on the same

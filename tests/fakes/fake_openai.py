@@ -650,6 +650,8 @@ class _Handler(BaseHTTPRequestHandler):
         rec = {"method": self.command, "path": path, "query": query,
                "headers": headers, "body": body, "raw": text}
         fake._record(rec)
+        if fake.gate is not None:   # a test's hold on this request (see FakeServer)
+            fake.gate(rec)
         rid = fake._request_id()
         slow = isinstance(body, dict) and body.get("model") == SLOW_MODEL
 
@@ -799,6 +801,9 @@ class FakeServer:
         self._rid = 0
         self._log = open(log, "a", encoding="utf-8") if log else None
         self.model = Model()
+        # gate(rec): called for each request once recorded, before it is
+        # answered, on that request's thread: a test may hold it there
+        self.gate = None
         self._httpd = _TCPServer(("127.0.0.1", port), _Handler)
         self._httpd.fake = self
         self.port = self._httpd.server_address[1]

@@ -87,16 +87,20 @@ static void config_defaults_and_ranges(void **state)
     assert_int_equal(e.warned, 1);
 }
 
-/* CODESHIM_MAX_INFLIGHT: two per online core by default, 1..1024. */
+/* CODESHIM_MAX_INFLIGHT: by default one per 32 MiB of half the memory,
+ * 16..256, whatever the cores; 1..1024. */
 static void config_max_inflight(void **state)
 {
     struct shim_config c;
     struct env e = {{0}, {0}, 0};
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long long mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+    long long want = mem / 2 / (32LL << 20);
     (void)state;
 
+    want = want < 16 ? 16 : want > 256 ? 256 : want;
     shim_config_parse(&c, lookup, warn, &e);
-    assert_int_equal(c.max_inflight, cores > 32 ? 64 : 2 * (cores < 1 ? 1 : cores));
+    assert_int_equal(c.max_inflight, want);
+    assert_true(c.max_inflight >= 16);
     e = (struct env){{"CODESHIM_MAX_INFLIGHT"}, {"3"}, 0};
     shim_config_parse(&c, lookup, warn, &e);
     assert_int_equal(c.max_inflight, 3);

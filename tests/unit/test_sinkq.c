@@ -288,6 +288,93 @@ static void refusing_callback_ends_it(void **state)
     shim_handles_forget(H(0x5252));
 }
 
+/* ---- calls the writer needs run on the reader's thread ---- */
+
+struct callarg {
+    pthread_t ran_on;
+    int ran;
+};
+
+static void run_call(void *arg)
+{
+    struct callarg *a = arg;
+    a->ran_on = pthread_self();
+    a->ran++;
+}
+
+struct caller {
+    struct shim_sinkq *q;
+    struct callarg arg;
+    long timeout_ms;
+    int rc;
+};
+
+static void *calling(void *p)
+{
+    struct caller *c = p;
+    c->rc = shim_sinkq_call(c->q, run_call, &c->arg, c->timeout_ms);
+    return NULL;
+}
+
+static void call_runs_on_the_reader_thread(void **state)
+{
+    struct caller c = {0};
+    pthread_t t;
+
+    (void)state;
+    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
+    assert_false(shim_sinkq_serve_call(c.q)); /* none posted */
+    assert_int_equal(pthread_create(&t, NULL, calling, &c), 0);
+    {   /* the post wakes the fd and counts as pending */
+        struct pollfd p = {shim_sinkq_fd(c.q), POLLIN, 0};
+        assert_int_equal(poll(&p, 1, 10000), 1);
+    }
+    assert_true(shim_sinkq_pending(c.q));
+    assert_true(shim_sinkq_has_call(c.q));
+    assert_true(shim_sinkq_serve_call(c.q));
+    pthread_join(t, NULL);
+    assert_int_equal(c.rc, 0);
+    assert_int_equal(c.arg.ran, 1);
+    assert_true(pthread_equal(c.arg.ran_on, pthread_self()));
+    assert_false(shim_sinkq_pending(c.q));
+    assert_false(readable(shim_sinkq_fd(c.q)));
+    shim_sinkq_unref(c.q);
+}
+
+static void call_never_runs_once_stopped_or_late(void **state)
+{
+    struct caller c = {0};
+    pthread_t t;
+
+    (void)state;
+    /* stopped while posted: the writer is told, the call never runs */
+    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
+    assert_int_equal(pthread_create(&t, NULL, calling, &c), 0);
+    {
+        struct pollfd p = {shim_sinkq_fd(c.q), POLLIN, 0};
+        assert_int_equal(poll(&p, 1, 10000), 1);
+    }
+    shim_sinkq_stop(c.q);
+    pthread_join(t, NULL);
+    assert_int_equal(c.rc, -ECANCELED);
+    assert_false(shim_sinkq_serve_call(c.q));
+    assert_int_equal(c.arg.ran, 0);
+    /* after stop, or after the writer's end: refused at once */
+    assert_int_equal(shim_sinkq_call(c.q, run_call, &c.arg, 0), -ECANCELED);
+    shim_sinkq_unref(c.q);
+    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
+    shim_sinkq_end(c.q, 0);
+    assert_int_equal(shim_sinkq_call(c.q, run_call, &c.arg, 0), -ECANCELED);
+    shim_sinkq_unref(c.q);
+    /* nobody serves it before its deadline: -ETIMEDOUT, not run later */
+    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
+    assert_int_equal(shim_sinkq_call(c.q, run_call, &c.arg, 20), -ETIMEDOUT);
+    assert_false(shim_sinkq_has_call(c.q));
+    assert_false(shim_sinkq_serve_call(c.q));
+    assert_int_equal(c.arg.ran, 0);
+    shim_sinkq_unref(c.q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +383,8 @@ int main(void)
         cmocka_unit_test(stop_fails_the_writer),
         cmocka_unit_test(queued_answer_replays_in_order),
         cmocka_unit_test(refusing_callback_ends_it),
+        cmocka_unit_test(call_runs_on_the_reader_thread),
+        cmocka_unit_test(call_never_runs_once_stopped_or_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

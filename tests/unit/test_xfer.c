@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "sinkq.h"
 #include "xfer.h"
 
 #define H(x) ((CURL *)(uintptr_t)(x))
@@ -167,6 +168,32 @@ static void stack_and_pause(void **state)
     assert_null(shim_xfer_find(H(0x20)));
 }
 
+/* A multi worker's transfer stops once its queue is stopped (the program
+ * removed it): CURLE_ABORTED_BY_CALLBACK, and only transfers begun while
+ * the queue was set watch it. */
+static void stopped_queue_cancels(void **state)
+{
+    struct shim_handle_view v;
+    struct shim_xfer x, y;
+    struct shim_sinkq *q;
+
+    (void)state;
+    assert_int_equal(shim_sinkq_new(1024, &q), 0);
+    view(&v, 0, NULL);
+    shim_xfer_cancel_by(q);
+    shim_xfer_begin(&x, H(1), &v, shim_clock_s());
+    shim_xfer_cancel_by(NULL);
+    shim_xfer_begin(&y, H(2), &v, shim_clock_s());
+    assert_int_equal(shim_xfer_check(&x), CURLE_OK);
+    shim_sinkq_stop(q);
+    assert_int_equal(shim_xfer_check(&x), CURLE_ABORTED_BY_CALLBACK);
+    assert_non_null(strstr(x.message, "removed"));
+    assert_int_equal(shim_xfer_check(&y), CURLE_OK);
+    shim_xfer_end(&y);
+    shim_xfer_end(&x);
+    shim_sinkq_unref(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +202,7 @@ int main(void)
         cmocka_unit_test(callback_counts_and_aborts),
         cmocka_unit_test(old_progress_and_noprogress),
         cmocka_unit_test(stack_and_pause),
+        cmocka_unit_test(stopped_queue_cancels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,6 +134,11 @@ int shim_session_take_renewed(struct shim_session *b);
  * domain, template, internet access and a hash of its key. 32 hex digits (pure; out must
  * hold 65 bytes). The session host refuses to start under other settings. */
 void shim_session_settings(const struct shim_config *cfg, char out[65]);
+/* The build of codeshim whose sandbox host exe is (its file: device,
+ * inode, size, modification time) with what its fork server imports: 16
+ * hex digits into out (65 bytes), part of the host's directory name, so
+ * that no program uses a host of another build. 0 or -errno. */
+int shim_session_build(const struct shim_config *cfg, const char *exe, char out[65]);
 
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
  * map entry of its container cid under settings: what a supervisor leaves

@@ -656,7 +656,8 @@ static int take_lent(const struct shim_session *b, int *fd, long *pid)
     int s, rc;
 
     *fd = -1;
-    if (strcmp(b->cfg->sandbox, "local") || b->cfg->unsafe_no_isolation || !b->cfg->fork_server)
+    if (strcmp(b->cfg->sandbox, "local") || b->cfg->unsafe_no_isolation || !b->cfg->fork_server ||
+        !b->cfg->sandbox_host)
         return -ENOTSUP;
     if ((rc = user_host_dir(b->cfg, b->settings, hd, sizeof(hd), build)) < 0) {
         LOG_INFO("no sandbox host (its runtime directory: %s); this sandbox starts the cold way",

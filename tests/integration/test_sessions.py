@@ -24,11 +24,13 @@ CURL = "/usr/bin/curl"
 def rt(tmp_path):
     d = tmp_path / "rt"
     yield d
-    # stop what the test left running: session supervisors, session hosts
-    for pidfile in list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")):
+    # stop what the test left running: session supervisors, session hosts,
+    # the sandbox host
+    for pidfile in (list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")) +
+                    list(d.glob("hosts/*/pid"))):
         try:
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
-        except (ValueError, ProcessLookupError):
+        except (ValueError, OSError):  # gone meanwhile
             pass
 
 

@@ -631,13 +631,20 @@ static int recv_lent(int fd, int *out, int timeout_ms)
 }
 
 /* Starts the user's sandbox host in hd unless another program is doing
- * so (its lock is taken) or one answers by now. */
+ * so (the lock of <runtime>/hosts is taken: hd itself goes with its host)
+ * or one answers by now. */
 static void restart_user_host(const struct shim_config *cfg, const char *hd,
                               const char *settings, const char *build)
 {
-    int lk = shim_store_lock(hd, 0), fd;
+    char hosts[SHIM_PATH_MAX];
+    char *cut;
+    int lk, fd;
 
-    if (lk < 0)
+    snprintf(hosts, sizeof(hosts), "%s", hd);
+    if (!(cut = strrchr(hosts, '/')) || cut == hosts)
+        return;
+    *cut = '\0';
+    if ((lk = shim_store_lock(hosts, 0)) < 0)
         return;
     if ((fd = connect_dir(hd)) >= 0)
         close(fd);

@@ -29,7 +29,11 @@
  *   under), so no open ever reaches a host that is ending. SIGTERM ends
  *   every session first; its socket is closed meanwhile, so a library may
  *   start a successor in DIR then: leaving, a host removes only the
- *   socket and pid file it made itself (same inode), never a successor's. */
+ *   socket and pid file it made itself (same inode), never a successor's.
+ * - The user's sandbox host is this same loop with user set (DIR =
+ *   <runtime>/hosts/<settings>-<build>): it opens no session; it keeps a
+ *   pool of forked sandboxes (pool.c) and lends one for each
+ *   {"op":"take"}, and it stays while any lent one lives. */
 #include "clock.h"
 #include "config.h"
 #include "log.h"

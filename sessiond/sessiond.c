@@ -1,6 +1,10 @@
 /* sessiond.c - codeshim-sessiond, the host of one identity's sessions.
  *
- *   codeshim-sessiond DIR SETTINGS
+ *   codeshim-sessiond DIR SETTINGS [BUILD]
+ *
+ * With BUILD it is the user's sandbox host (DIR = <runtime>/hosts/
+ * <SETTINGS>-<BUILD>, sessiond/pool.c), which refuses to start unless
+ * BUILD is its own (shim_session_build of its executable).
  *
  * Started by the library (shim/session.c) when a session is to start and
  * no host answers in DIR (<identity dir>/hosts/<settings>). It refuses to

@@ -258,3 +258,52 @@ def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
             os.kill(host, signal.SIGTERM)
             wait_for(lambda: not alive(host))
         shutil.rmtree(d, ignore_errors=True)
+
+
+# The escape and limit checks, each run once the sandbox host of its
+# settings has its pool ready: every sandbox they use is then a pooled one
+# (the host's lent count says so), and they must hold exactly as for a
+# sandbox started the cold way. (module, test, the module's settings that
+# the test runs with, if any)
+POOLED = [
+    ("test_sandbox_escape", "test_no_network_no_secrets_no_host_files", None),
+    ("test_sandbox_escape", "test_images_and_files_end_to_end", None),
+    ("test_sandbox_escape", "test_files_persist_across_calls_of_one_request", None),
+    ("test_escape_kernel", "test_supervisor_out_of_reach", None),
+    ("test_escape_kernel", "test_new_system_calls_fail_enosys", None),
+    ("test_escape_kernel", "test_host_proc_files_masked", None),
+    ("test_escape_limits", "test_memfd_attack", "LIMITS"),
+    ("test_escape_limits", "test_ten_processes_attack", "LIMITS"),
+    ("test_escape_limits", "test_pipe_buffer_attack", "LIMITS"),
+    ("test_escape_limits", "test_empty_files_attack", "LIMITS"),
+    ("test_limits", "test_timeout_ms_private_sandbox", None),
+]
+
+
+@pytest.mark.parametrize("mod,name,settings", POOLED, ids=[n for _, n, _ in POOLED])
+def test_escape_and_limit_checks_hold_in_pooled_sandboxes(tmp_path, mod, name, settings):
+    import importlib
+    import inspect
+    import fake_openai
+    from conftest import RUNTIME_DIR
+    m = importlib.import_module(mod)
+    env = dict(getattr(m, settings)) if settings else {}
+    warm = fake_openai.start()
+    try:
+        before = {h: status(h)["lent_total"] for h in user_hosts(RUNTIME_DIR)}
+        ask(warm.url, PROBE, session=None, rt=RUNTIME_DIR, env=env)
+        new = [h for h in user_hosts(RUNTIME_DIR) if h not in before]
+        hosts = user_hosts(RUNTIME_DIR)
+        assert wait_for(lambda: all(pool_full(h) for h in hosts), timeout=60)
+        counts = {h: status(h)["lent_total"] for h in hosts}
+    finally:
+        warm.stop()
+    srv = fake_openai.start()
+    try:
+        args = {"fake": srv, "tmp_path": tmp_path}
+        f = getattr(m, name)
+        f(**{a: args[a] for a in inspect.signature(f).parameters})
+    finally:
+        srv.stop()
+    lent = sum(status(h)["lent_total"] - counts[h] for h in hosts)
+    assert lent >= 1, (new, counts)  # its sandboxes were the hosts' pooled ones

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 void sessiond_pool_fill(struct sessiond_pool *p, int warm)
@@ -45,33 +44,6 @@ int sessiond_pool_reap(struct sessiond_pool *p)
         }
     }
     return n;
-}
-
-/* One byte, with fd passed when fd >= 0. 0 or -errno. */
-static int send_byte(int sock, char b, int fd)
-{
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = {.iov_base = &b, .iov_len = 1};
-    struct msghdr mh;
-    struct cmsghdr *cm;
-
-    memset(&mh, 0, sizeof(mh));
-    memset(&u, 0, sizeof(u));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (fd >= 0) {
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof(u.buf);
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
-    return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == 1 ? 0 : -errno;
 }
 
 /* A ready sandbox, up: from the pool (one that died meanwhile is closed),
@@ -104,7 +76,7 @@ void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm)
 
     if (ans && p->nlent < SESSIOND_LENT)
         sb = take(p, warm, &sfd, &pid);
-    if (sb && send_byte(fd, 'S', sfd) == 0) {
+    if (sb && shim_proto_send_byte(fd, 'S', sfd) == 0) {
         p->lent[p->nlent++] = sb;
         p->lent_total++;
         cJSON_AddTrueToObject(ans, "ok");
@@ -121,7 +93,7 @@ void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm)
             cJSON_AddStringToObject(ans, "error", warm == 0 ? "the fork server is starting"
                                                             : "no sandbox can be had");
         }
-        send_byte(fd, 'N', -1);
+        shim_proto_send_byte(fd, 'N', -1);
     }
     if (sfd >= 0)
         close(sfd); /* the program's copy is the only one now */

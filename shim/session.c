@@ -577,57 +577,20 @@ static int user_host_dir(const struct shim_config *cfg, const char *settings, ch
 /* The host's first byte and, with b"S", the descriptor it carries. */
 static int recv_lent(int fd, int *out, int timeout_ms)
 {
-    int64_t end = shim_clock_ms() + timeout_ms;
+    int fds[1], n = 0, rc;
+    char c = 0;
 
     *out = -1;
-    for (;;) {
-        union {
-            char buf[CMSG_SPACE(sizeof(int) * 4)];
-            struct cmsghdr align;
-        } u;
-        char c;
-        struct iovec iov = {.iov_base = &c, .iov_len = 1};
-        struct msghdr mh;
-        struct cmsghdr *cm;
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int64_t left = end - shim_clock_ms();
-        ssize_t r;
-
-        if (left <= 0)
-            return -ETIMEDOUT;
-        if (poll(&pf, 1, (int)left) <= 0)
-            continue;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof(u.buf);
-        r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (r <= 0)
-            return -ECONNRESET;
-        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                continue;
-            int fds[4], nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)), i;
-            if (nfd > 4)
-                nfd = 4;
-            memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)nfd);
-            for (i = 0; i < nfd; i++) { /* one is ours; anything more is not */
-                if (*out < 0 && c == 'S')
-                    *out = fds[i];
-                else
-                    close(fds[i]);
-            }
-        }
-        if (c == 'S' && *out >= 0)
-            return 0;
-        if (*out >= 0)
-            close(*out);
-        *out = -1;
-        return c == 'N' ? -EAGAIN : -EPROTO;
+    rc = shim_proto_recv_byte(fd, &c, fds, 1, &n, NULL, timeout_ms);
+    if (rc < 0)
+        return rc;
+    if (c == 'S' && n == 1) {
+        *out = fds[0];
+        return 0;
     }
+    if (n == 1)
+        close(fds[0]);
+    return c == 'N' ? -EAGAIN : -EPROTO;
 }
 
 /* Starts the user's sandbox host in hd unless another program is doing

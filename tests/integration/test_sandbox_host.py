@@ -15,8 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ import session_host
 from conftest import REPO, alive, descendants
 from test_escape_limits import cgroup_dirs, need_cgroup
 from test_hardening_sessions import wait_for
-from test_sandbox_escape import TEST_USER, _ensure_user
+from test_sandbox_escape import TEST_USER, user_build
 from test_sessions import ask, calls, logs, rt  # noqa: F401 (rt: fixture)
 
 LENT = "sandbox lent by the sandbox host"
@@ -219,14 +217,7 @@ def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
         pytest.skip("not root: the other tests ran as this ordinary user")
     if not os.path.exists("/usr/sbin/runuser"):
         pytest.skip("runuser (util-linux) is not installed")
-    pw = _ensure_user()
-    d = Path(tempfile.mkdtemp(prefix="codeshim-user-"))
-    os.chmod(d, 0o755)
-    for f in ("libcodeshim.so", "codeshim-sessiond"):  # the build may be private to root
-        shutil.copy(REPO / "build" / f, d / f)
-    home = d / "home"
-    home.mkdir()
-    os.chown(home, pw.pw_uid, pw.pw_gid)
+    d, home, pw = user_build()
     urt = home / "rt"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
            "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt),

@@ -167,21 +167,12 @@ def test_sessions_of_an_ordinary_user(fake):
     server then sits in a user namespace of its own."""
     import json
     import shutil
-    import tempfile
-    from conftest import REPO
-    from test_sandbox_escape import TEST_USER, _ensure_user
+    from test_sandbox_escape import TEST_USER, user_build
     if os.geteuid() != 0:
         return  # the other tests of this file ran as this ordinary user
     if not os.path.exists("/usr/sbin/runuser"):
         pytest.skip("runuser (util-linux) is not installed")
-    pw = _ensure_user()
-    d = Path(tempfile.mkdtemp(prefix="codeshim-user-"))
-    os.chmod(d, 0o755)
-    for f in ("libcodeshim.so", "codeshim-sessiond"):  # the build may be private to root
-        shutil.copy(REPO / "build" / f, d / f)
-    home = d / "home"
-    home.mkdir()
-    os.chown(home, pw.pw_uid, pw.pw_gid)
+    d, home, pw = user_build()
     urt = home / "rt"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
            "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt)}

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -298,3 +299,17 @@ def test_escape_and_limit_checks_hold_in_pooled_sandboxes(tmp_path, mod, name, s
         srv.stop()
     lent = sum(status(h)["lent_total"] - counts[h] for h in hosts)
     assert lent >= 1, (new, counts)  # its sandboxes were the hosts' pooled ones
+
+
+def test_a_host_idle_longer_than_a_connections_wait_still_answers(fake, rt):
+    """A connection that arrives after the host waited more than
+    SESSIOND_IDLE_MS (10 s) for one is read, not dropped as if it had
+    waited that long itself."""
+    d = warm_host(fake.url, rt)
+    s = status(d)
+    t = time.monotonic()
+    while time.monotonic() - t < 11:  # the host sits in one long poll meanwhile
+        time.sleep(0.5)
+    assert status(d)["pid"] == s["pid"]
+    out, err, _ = private(fake.url, rt)
+    assert out == ISOLATED and LENT in err, err

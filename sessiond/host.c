@@ -186,8 +186,10 @@ static void request(struct host *h, int fd)
         refuse(fd, "too many sessions");
         return;
     }
-    if (shim_sandbox_open_forked(h->cfg, &sb) < 0)
-        sb = NULL; /* the session opens one itself */
+    /* forked here, else (the fork server still imports) lent by the
+     * user's sandbox host, else the session opens one itself */
+    if (shim_sandbox_open_forked(h->cfg, &sb) < 0 && shim_session_lent(h->cfg, &sb) < 0)
+        sb = NULL;
     pid = fork();
     if (pid == 0) {
         close(h->lfd);

@@ -619,24 +619,24 @@ static void restart_user_host(const struct shim_config *cfg, const char *hd,
 /* A sandbox lent by the user's sandbox host (*fd its control socket, *pid
  * its supervisor), or -errno: none could be had now (the host is started
  * again when it did not answer). */
-static int take_lent(const struct shim_session *b, int *fd, long *pid)
+static int take_lent(const struct shim_config *cfg, const char *settings, int *fd, long *pid)
 {
     char hd[SHIM_PATH_MAX], build[65], why[96];
     cJSON *msg, *ans = NULL;
     int s, rc;
 
     *fd = -1;
-    if (strcmp(b->cfg->sandbox, "local") || b->cfg->unsafe_no_isolation || !b->cfg->fork_server ||
-        !b->cfg->sandbox_host)
+    if (strcmp(cfg->sandbox, "local") || cfg->unsafe_no_isolation || !cfg->fork_server ||
+        !cfg->sandbox_host)
         return -ENOTSUP;
-    if ((rc = user_host_dir(b->cfg, b->settings, hd, sizeof(hd), build)) < 0) {
+    if ((rc = user_host_dir(cfg, settings, hd, sizeof(hd), build)) < 0) {
         LOG_INFO("no sandbox host (its runtime directory: %s); this sandbox starts the cold way",
                  strerror(-rc));
         return rc;
     }
     if ((s = connect_dir(hd)) < 0) {
         LOG_INFO("no sandbox host answers; this sandbox starts the cold way, and the host again");
-        restart_user_host(b->cfg, hd, b->settings, build);
+        restart_user_host(cfg, hd, settings, build);
         return s;
     }
     msg = cJSON_CreateObject();
@@ -675,13 +675,28 @@ static int take_lent(const struct shim_session *b, int *fd, long *pid)
     return rc;
 }
 
+int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out)
+{
+    char settings[65];
+    long pid = 0;
+    int fd, rc;
+
+    *out = NULL;
+    shim_session_settings(cfg, settings);
+    if ((rc = take_lent(cfg, settings, &fd, &pid)) < 0)
+        return rc;
+    return shim_sandbox_open_lent(cfg, fd, pid, out);
+}
+
 static int open_private(struct shim_session *b, const struct shim_session_req *rq)
 {
     int fd, rc;
     long pid = 0;
     const char *old;
 
-    rc = take_lent(b, &fd, &pid) == 0 ? shim_sandbox_open_lent(b->cfg, fd, pid, &b->sb) : -1;
+    rc = take_lent(b->cfg, b->settings, &fd, &pid) == 0
+             ? shim_sandbox_open_lent(b->cfg, fd, pid, &b->sb)
+             : -1;
     if (rc < 0)
         rc = shim_sandbox_open_at(b->cfg, rq->net, NULL, &b->sb);
 

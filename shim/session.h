@@ -139,6 +139,11 @@ void shim_session_settings(const struct shim_config *cfg, char out[65]);
  * hex digits into out (65 bytes), part of the host's directory name, so
  * that no program uses a host of another build. 0 or -errno. */
 int shim_session_build(const struct shim_config *cfg, const char *exe, char out[65]);
+/* A fresh sandbox lent by the user's sandbox host (a private request's,
+ * or a session host's first session's while its own fork server
+ * imports): 0 with *out, or -errno when none can be had now (the host is
+ * started again if it did not answer). */
+int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out);
 
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
  * map entry of its container cid under settings: what a supervisor leaves

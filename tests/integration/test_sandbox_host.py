@@ -313,3 +313,19 @@ def test_a_host_idle_longer_than_a_connections_wait_still_answers(fake, rt):
     assert status(d)["pid"] == s["pid"]
     out, err, _ = private(fake.url, rt)
     assert out == ISOLATED and LENT in err, err
+
+
+def test_an_identitys_first_session_takes_a_pooled_sandbox(fake, rt):
+    """The identity's session host is new (its own fork server still
+    imports): its first session's sandbox is lent by the user's sandbox
+    host, and keeps its state across program runs like any session's."""
+    d = warm_host(fake.url, rt)
+    ask(fake.url, "x = 41", key="sk-carol", session="s", rt=rt)
+    assert status(d)["lent_total"] == 1 and status(d)["lent"] == 1
+    r = ask(fake.url, "import os\nprint(x + 1, os.getuid())", key="sk-carol", session="s",
+            rt=rt)
+    assert logs(r) == "42 1000\n"
+    # another identity's first session: a sandbox of its own, none of carol's
+    r = ask(fake.url, "print(globals().get('x'))", key="sk-dave", session="s", rt=rt)
+    assert logs(r) == "None\n"
+    assert status(d)["lent_total"] == 2

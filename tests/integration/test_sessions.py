@@ -72,6 +72,8 @@ def supervisors(rt, pattern="*/*/pid"):
     "*/hosts/*/pid": of live session hosts)."""
     out = []
     for pidfile in rt.glob(pattern):
+        if pattern == "*/*/pid" and pidfile.parent.parent == rt / "hosts":
+            continue  # the user's sandbox host (test_sandbox_host.py), no session's
         try:
             pid = int(pidfile.read_text())
             os.kill(pid, 0)

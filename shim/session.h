@@ -11,7 +11,11 @@
  * the identity's session host (codeshim-sessiond, one per identity and
  * settings, started by the first session), which hands each a sandbox
  * forked from its fork server: a session starts about as fast as a
- * sandbox from a warm spare, with the data libraries imported.
+ * sandbox from a warm spare, with the data libraries imported. A private
+ * sandbox, and a new session host's first session's sandbox, are lent by
+ * the user's sandbox host (shim_session_lent; sessiond/pool.c), one per
+ * user, settings and build, shared by all the user's identities; each
+ * sandbox is lent once, so none serves two identities.
  *
  * Session key = (identity, session id, sandbox settings); identity =
  * SHA-256 of the API key the program sent (never the key itself), or

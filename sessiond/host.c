@@ -57,6 +57,9 @@
 #define WARMING_TICK_MS 100 /* how often a fork server getting ready is looked at */
 #define END_WAIT_MS 10000   /* for the sessions to end at SIGTERM */
 #define LENT_TICK_MS 100    /* how often lent sandboxes are looked at */
+/* h->warm of a session host whose sandboxes the user's sandbox host lends:
+ * it has no fork server of its own unless a lending fails */
+#define LENDS (-EALREADY)
 
 struct host {
     const struct shim_config *cfg;
@@ -136,7 +139,8 @@ static void status(struct host *h, int fd)
         h->warm = shim_sandbox_keep_warm(h->cfg);
     if (ans) {
         cJSON_AddTrueToObject(ans, "ok");
-        cJSON_AddBoolToObject(ans, "warm", h->warm == 1);
+        cJSON_AddBoolToObject(ans, "warm", h->warm == 1 ||
+                                               (h->warm == LENDS && shim_session_lent_ready(h->cfg)));
         cJSON_AddNumberToObject(ans, "sessions", h->nkids);
         if (h->user) {
             cJSON_AddNumberToObject(ans, "pool", h->pool.nready);
@@ -188,8 +192,13 @@ static void request(struct host *h, int fd)
     }
     /* forked here, else (the fork server still imports) lent by the
      * user's sandbox host, else the session opens one itself */
-    if (shim_sandbox_open_forked(h->cfg, &sb) < 0 && shim_session_lent(h->cfg, &sb) < 0)
+    if (h->warm == LENDS && shim_session_lent(h->cfg, &sb) < 0) {
+        sb = NULL; /* none lent: this host's own fork server from now on */
+        h->warm = shim_sandbox_keep_warm(h->cfg);
+    } else if (h->warm != LENDS && shim_sandbox_open_forked(h->cfg, &sb) < 0 &&
+               shim_session_lent(h->cfg, &sb) < 0) {
         sb = NULL;
+    }
     pid = fork();
     if (pid == 0) {
         close(h->lfd);
@@ -303,7 +312,9 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     if (write(ready, "R", 1) != 1)
         LOG_WARN("readiness pipe closed");
     close(ready);
-    h.warm = shim_sandbox_keep_warm(cfg);
+    /* a session host's sandboxes come from the user's sandbox host (no
+     * fork server and imports for each identity) where there is one */
+    h.warm = !user && shim_session_lent_ready(cfg) ? LENDS : shim_sandbox_keep_warm(cfg);
     h.last = shim_clock_ms();
     LOG_INFO("%s host up (fork server: %s)", user ? "sandbox" : "session", h.warm < 0 ? "none" : "starting");
     for (;;) {

@@ -675,6 +675,29 @@ static int take_lent(const struct shim_config *cfg, const char *settings, int *f
     return rc;
 }
 
+int shim_session_lent_ready(const struct shim_config *cfg)
+{
+    char hd[SHIM_PATH_MAX], build[65], settings[65];
+    cJSON *msg, *ans = NULL;
+    int s, ready = 0;
+
+    if (strcmp(cfg->sandbox, "local") || cfg->unsafe_no_isolation || !cfg->fork_server ||
+        !cfg->sandbox_host)
+        return 0;
+    shim_session_settings(cfg, settings);
+    if (user_host_dir(cfg, settings, hd, sizeof(hd), build) < 0 || (s = connect_dir(hd)) < 0)
+        return 0;
+    if ((msg = cJSON_CreateObject()) != NULL) {
+        cJSON_AddStringToObject(msg, "op", "status");
+        if (shim_proto_send(s, msg, 1000) == 0 && shim_proto_recv(s, &ans, 1000) == 0)
+            ready = cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pool")) >= 1;
+    }
+    cJSON_Delete(msg);
+    cJSON_Delete(ans);
+    close(s);
+    return ready;
+}
+
 int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out)
 {
     char settings[65];

@@ -148,6 +148,9 @@ int shim_session_build(const struct shim_config *cfg, const char *exe, char out[
  * imports): 0 with *out, or -errno when none can be had now (the host is
  * started again if it did not answer). */
 int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out);
+/* 1 when the user's sandbox host of cfg's settings answers with a sandbox
+ * ready to lend, else 0. */
+int shim_session_lent_ready(const struct shim_config *cfg);
 
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
  * map entry of its container cid under settings: what a supervisor leaves

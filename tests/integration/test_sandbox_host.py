@@ -329,3 +329,21 @@ def test_an_identitys_first_session_takes_a_pooled_sandbox(fake, rt):
     r = ask(fake.url, "print(globals().get('x'))", key="sk-dave", session="s", rt=rt)
     assert logs(r) == "None\n"
     assert status(d)["lent_total"] == 2
+
+
+def test_a_keys_session_host_keeps_no_fork_server_of_its_own(fake, rt):
+    """Where the user's sandbox host lends, an identity's session host is
+    the host process and its sessions only: no bubblewrap, no fork server
+    importing the data libraries again for each key."""
+    from test_sessions import supervisors
+    d = warm_host(fake.url, rt)
+    for key in ("sk-erin", "sk-frank"):
+        for s in ("a", "b"):
+            assert logs(ask(fake.url, "print(1)", key=key, session=s, rt=rt)) == "1\n"
+    hosts = supervisors(rt, "*/hosts/*/pid")
+    assert len(hosts) == 2
+    sessions = set(supervisors(rt))
+    assert len(sessions) == 4
+    for h in hosts:
+        assert wait_for(lambda: descendants(h) <= sessions), descendants(h)
+    assert status(d)["lent"] == 4  # every session's sandbox is the sandbox host's

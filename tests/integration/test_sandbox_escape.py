@@ -17,8 +17,6 @@ import subprocess
 import tempfile
 import time
 
-from pathlib import Path
-
 import pytest
 
 from conftest import REPO, clean_env, run
@@ -228,22 +226,6 @@ def _ensure_user():
                     "/usr/sbin/nologin", TEST_USER], check=True,
                    capture_output=True)
     return pwd.getpwnam(TEST_USER)
-
-
-def user_build():
-    """The library and codeshim-sessiond copied where TEST_USER can run
-    them (the build may be private to root), and a home of TEST_USER's:
-    (the directory, the home, TEST_USER's pw entry); remove the directory
-    after."""
-    pw = _ensure_user()
-    d = Path(tempfile.mkdtemp(prefix="codeshim-user-"))
-    os.chmod(d, 0o755)
-    for f in ("libcodeshim.so", "codeshim-sessiond"):
-        shutil.copy(REPO / "build" / f, d / f)
-    home = d / "home"
-    home.mkdir()
-    os.chown(home, pw.pw_uid, pw.pw_gid)
-    return d, home, pw
 
 
 @pytest.mark.parametrize("binary", UNIT, ids=lambda p: p.name)

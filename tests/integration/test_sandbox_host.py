@@ -23,7 +23,8 @@ import session_host
 from conftest import REPO, alive, descendants
 from test_escape_limits import cgroup_dirs, need_cgroup
 from test_hardening_sessions import wait_for
-from test_sandbox_escape import TEST_USER, user_build
+from test_runtime import user_build
+from test_sandbox_escape import TEST_USER, _ensure_user
 from test_sessions import ask, calls, logs, rt  # noqa: F401 (rt: fixture)
 
 LENT = "sandbox lent by the sandbox host"
@@ -218,7 +219,8 @@ def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
         pytest.skip("not root: the other tests ran as this ordinary user")
     if not os.path.exists("/usr/sbin/runuser"):
         pytest.skip("runuser (util-linux) is not installed")
-    d, home, pw = user_build()
+    pw = _ensure_user()
+    d, home = user_build(pw)
     urt = home / "rt"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
            "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt),

@@ -11,7 +11,6 @@ of sleeping."""
 import os
 import signal
 import subprocess
-from pathlib import Path
 
 import pytest
 import session_host
@@ -174,12 +173,14 @@ def test_sessions_of_an_ordinary_user(fake):
     server then sits in a user namespace of its own."""
     import json
     import shutil
-    from test_sandbox_escape import TEST_USER, user_build
+    from test_runtime import user_build
+    from test_sandbox_escape import TEST_USER, _ensure_user
     if os.geteuid() != 0:
         return  # the other tests of this file ran as this ordinary user
     if not os.path.exists("/usr/sbin/runuser"):
         pytest.skip("runuser (util-linux) is not installed")
-    d, home, pw = user_build()
+    pw = _ensure_user()
+    d, home = user_build(pw)
     urt = home / "rt"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
            "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt)}

@@ -214,7 +214,11 @@ def test_a_killed_programs_sandbox_is_ended_by_the_host(fake, rt, tmp_path):
     assert len(set(cgroup_dirs(host))) == len(pooled)  # the ready ones' only
 
 
-def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
+def ordinary_user(**extra):
+    """For runs as TEST_USER (skipped unless root, with runuser): a copy
+    of the build it can read, its runtime directory and environment (with
+    extra), its pw entry: (build dir, runtime dir, env, pw); remove the
+    build dir after."""
     if os.geteuid() != 0:
         pytest.skip("not root: the other tests ran as this ordinary user")
     if not os.path.exists("/usr/sbin/runuser"):
@@ -223,8 +227,13 @@ def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
     d, home = user_build(pw)
     urt = home / "rt"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
-           "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt),
-           "CODESHIM_LOG": "debug"}
+           "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt)}
+    env.update(extra)
+    return d, urt, env, pw
+
+
+def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
+    d, urt, env, pw = ordinary_user(CODESHIM_LOG="debug")
 
     def user_ask(code):
         body = {"model": "m", "input": "```python\n%s\n```" % code,

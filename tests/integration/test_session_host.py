@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 
-import pytest
 import session_host
 from conftest import alive, descendants, ppid
 from test_hardening_sessions import wait_for
@@ -173,17 +172,9 @@ def test_sessions_of_an_ordinary_user(fake):
     server then sits in a user namespace of its own."""
     import json
     import shutil
-    from test_runtime import user_build
-    from test_sandbox_escape import TEST_USER, _ensure_user
-    if os.geteuid() != 0:
-        return  # the other tests of this file ran as this ordinary user
-    if not os.path.exists("/usr/sbin/runuser"):
-        pytest.skip("runuser (util-linux) is not installed")
-    pw = _ensure_user()
-    d, home = user_build(pw)
-    urt = home / "rt"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
-           "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt)}
+    from test_sandbox_escape import TEST_USER
+    from test_sandbox_host import ordinary_user
+    d, urt, env, pw = ordinary_user()
 
     def user_ask(code, session):
         body = {"model": "m", "input": "```python\n%s\n```" % code,

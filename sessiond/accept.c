@@ -75,8 +75,8 @@ int sessiond_next(struct sessiond_waiting *w, int lfd, int timeout_ms,
         for (i = 0; i < w->n; i++)
             if (p[1 + i].revents) /* its request began (or it closed): the oldest first */
                 return unlink_at(w, i);
-        if (p[0].revents & POLLIN)
-            take(w, lfd, now, greet, ctx);
+        if (p[0].revents & POLLIN) /* now: poll may have waited long */
+            take(w, lfd, shim_clock_ms(), greet, ctx);
     }
 }
 

@@ -29,7 +29,11 @@
  *   under), so no open ever reaches a host that is ending. SIGTERM ends
  *   every session first; its socket is closed meanwhile, so a library may
  *   start a successor in DIR then: leaving, a host removes only the
- *   socket and pid file it made itself (same inode), never a successor's. */
+ *   socket and pid file it made itself (same inode), never a successor's.
+ * - The user's sandbox host is this same loop with user set (DIR =
+ *   <runtime>/hosts/<settings>-<build>): it opens no session; it keeps a
+ *   pool of forked sandboxes (pool.c) and lends one for each
+ *   {"op":"take"}, and it stays while any lent one lives. */
 #include "clock.h"
 #include "config.h"
 #include "log.h"
@@ -53,6 +57,10 @@
 #define HOST_MAX 1024       /* sessions at once (CODESHIM_SESSION_CAP <= 1000) */
 #define WARMING_TICK_MS 100 /* how often a fork server getting ready is looked at */
 #define END_WAIT_MS 10000   /* for the sessions to end at SIGTERM */
+#define LENT_TICK_MS 100    /* how often lent sandboxes are looked at */
+/* h->warm of a session host whose sandboxes the user's sandbox host lends:
+ * it has no fork server of its own unless a lending fails */
+#define LENDS (-EALREADY)
 
 struct host {
     const struct shim_config *cfg;
@@ -60,6 +68,8 @@ struct host {
     char iddir[SHIM_PATH_MAX];
     int lfd;
     int warm; /* shim_sandbox_keep_warm's last answer */
+    int user; /* the user's sandbox host: lends pooled sandboxes, no sessions */
+    struct sessiond_pool pool;
     pid_t kids[HOST_MAX];
     int nkids;
     long long last; /* ms: the last open, or the last session's end */
@@ -130,8 +140,15 @@ static void status(struct host *h, int fd)
         h->warm = shim_sandbox_keep_warm(h->cfg);
     if (ans) {
         cJSON_AddTrueToObject(ans, "ok");
-        cJSON_AddBoolToObject(ans, "warm", h->warm == 1);
+        cJSON_AddBoolToObject(ans, "warm", h->warm == 1 ||
+                                               (h->warm == LENDS && shim_session_lent_ready(h->cfg)));
         cJSON_AddNumberToObject(ans, "sessions", h->nkids);
+        if (h->user) {
+            cJSON_AddNumberToObject(ans, "pool", h->pool.nready);
+            cJSON_AddNumberToObject(ans, "lent", h->pool.nlent);
+            cJSON_AddNumberToObject(ans, "lent_total", (double)h->pool.lent_total);
+            cJSON_AddNumberToObject(ans, "pid", (double)getpid());
+        }
         shim_proto_send(fd, ans, 5000);
     }
     cJSON_Delete(ans);
@@ -157,7 +174,14 @@ static void request(struct host *h, int fd)
         status(h, fd);
         return;
     }
-    if (!op || strcmp(op, "open") || parse_open(h, req, &o) < 0) {
+    if (op && h->user && !strcmp(op, "take")) {
+        cJSON_Delete(req);
+        if (h->warm >= 0)
+            h->warm = shim_sandbox_keep_warm(h->cfg);
+        sessiond_pool_take(&h->pool, fd, h->warm);
+        return;
+    }
+    if (!op || h->user || strcmp(op, "open") || parse_open(h, req, &o) < 0) {
         cJSON_Delete(req);
         refuse(fd, "not a request to open a session of this identity");
         return;
@@ -167,8 +191,15 @@ static void request(struct host *h, int fd)
         refuse(fd, "too many sessions");
         return;
     }
-    if (shim_sandbox_open_forked(h->cfg, &sb) < 0)
-        sb = NULL; /* the session opens one itself */
+    /* forked here, else (the fork server still imports) lent by the
+     * user's sandbox host, else the session opens one itself */
+    if (h->warm == LENDS && shim_session_lent(h->cfg, &sb) < 0) {
+        sb = NULL; /* none lent: this host's own fork server from now on */
+        h->warm = shim_sandbox_keep_warm(h->cfg);
+    } else if (h->warm != LENDS && shim_sandbox_open_forked(h->cfg, &sb) < 0 &&
+               shim_session_lent(h->cfg, &sb) < 0) {
+        sb = NULL;
+    }
     pid = fork();
     if (pid == 0) {
         close(h->lfd);
@@ -234,7 +265,9 @@ static int poll_ms(const struct host *h)
 
     if (h->warm == 0)
         ms = WARMING_TICK_MS;
-    if (!h->nkids && idle_left < ms)
+    if (h->pool.nlent && ms > LENT_TICK_MS)
+        ms = LENT_TICK_MS;
+    if (!h->nkids && !h->pool.nlent && idle_left < ms)
         ms = idle_left < 10 ? 10 : idle_left; /* 10: the lock may be taken */
     return (int)ms;
 }
@@ -256,7 +289,7 @@ static int identity_dir(const char *dir, char *out, size_t n)
 }
 
 int sessiond_host(const struct shim_config *cfg, const char *dir, const char *settings,
-                  int ready)
+                  int user, int ready)
 {
     static struct host h; /* its kids table is large */
     struct sigaction sa;
@@ -265,6 +298,8 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     h.cfg = cfg;
     h.dir = dir;
     h.settings = settings;
+    h.user = user;
+    h.pool.cfg = cfg;
     if (identity_dir(dir, h.iddir, sizeof(h.iddir)) < 0 || (h.lfd = shim_proto_socket(dir, 1)) < 0)
         return 1;
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
@@ -278,15 +313,19 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     if (write(ready, "R", 1) != 1)
         LOG_WARN("readiness pipe closed");
     close(ready);
-    h.warm = shim_sandbox_keep_warm(cfg);
+    /* a session host's sandboxes come from the user's sandbox host (no
+     * fork server and imports for each identity) where there is one */
+    h.warm = !user && shim_session_lent_ready(cfg) ? LENDS : shim_sandbox_keep_warm(cfg);
     h.last = shim_clock_ms();
-    LOG_INFO("session host up (fork server: %s)", h.warm < 0 ? "none" : "starting");
+    LOG_INFO("%s host up (fork server: %s)", user ? "sandbox" : "session", h.warm < 0 ? "none" : "starting");
     for (;;) {
         int fd;
         reap(&h);
+        if (sessiond_pool_reap(&h.pool))
+            h.last = shim_clock_ms();
         if (sessiond_stop)
             break;
-        if (!h.nkids && shim_clock_ms() - h.last >= cfg->session_ttl_s * 1000LL && leave(&h, 0))
+        if (!h.nkids && !h.pool.nlent && shim_clock_ms() - h.last >= cfg->session_ttl_s * 1000LL && leave(&h, 0))
             break;
         if ((fd = sessiond_next(&h.w, h.lfd, poll_ms(&h), NULL, NULL)) >= 0) {
             request(&h, fd);
@@ -294,9 +333,12 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
         }
         if (h.warm >= 0)
             h.warm = shim_sandbox_keep_warm(cfg);
+        if (h.user)
+            sessiond_pool_fill(&h.pool, h.warm);
     }
     sessiond_waiting_close(&h.w);
     close(h.lfd);
+    sessiond_pool_end(&h.pool);
     if (sessiond_stop) {
         end_sessions(&h);
         leave(&h, 1000);

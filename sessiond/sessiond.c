@@ -1,6 +1,10 @@
 /* sessiond.c - codeshim-sessiond, the host of one identity's sessions.
  *
- *   codeshim-sessiond DIR SETTINGS
+ *   codeshim-sessiond DIR SETTINGS [BUILD]
+ *
+ * With BUILD it is the user's sandbox host (DIR = <runtime>/hosts/
+ * <SETTINGS>-<BUILD>, sessiond/pool.c), which refuses to start unless
+ * BUILD is its own (shim_session_build of its executable).
  *
  * Started by the library (shim/session.c) when a session is to start and
  * no host answers in DIR (<identity dir>/hosts/<settings>). It refuses to
@@ -32,12 +36,13 @@ int main(int argc, char **argv)
 {
     const struct shim_config *cfg;
     struct sigaction sa;
-    char mine[65], c;
+    char mine[65], build[65], c;
+    int user = argc == 4;
     int ready[2];
     pid_t pid;
 
-    if (argc != 3 || argv[1][0] != '/') {
-        fprintf(stderr, "usage: %s /path/to/host-dir SETTINGS (started by libcodeshim)\n",
+    if ((argc != 3 && argc != 4) || argv[1][0] != '/') {
+        fprintf(stderr, "usage: %s /path/to/host-dir SETTINGS [BUILD] (started by libcodeshim)\n",
                 argv[0]);
         return 2;
     }
@@ -46,6 +51,10 @@ int main(int argc, char **argv)
     if (strcmp(mine, argv[2])) { /* the environment changed since the program read it */
         LOG_ERR("refusing to start the session host %s: its sandbox settings are not "
                 "the ones this program uses", argv[1]);
+        return 1;
+    }
+    if (user && (shim_session_build(cfg, "/proc/self/exe", build) < 0 || strcmp(build, argv[3]))) {
+        LOG_ERR("refusing to start the sandbox host %s: it is not of this build", argv[1]);
         return 1;
     }
     if (pipe(ready) < 0)
@@ -66,5 +75,5 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    return sessiond_host(cfg, argv[1], argv[2], ready[1]);
+    return sessiond_host(cfg, argv[1], argv[2], user, ready[1]);
 }

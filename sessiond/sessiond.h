@@ -15,11 +15,44 @@ struct shim_sandbox;
 /* Set by SIGTERM and SIGINT: the process ends what it serves and exits. */
 extern volatile sig_atomic_t sessiond_stop;
 
+/* The user's sandbox host (sessiond/pool.c): one per user, sandbox
+ * settings and build, shared by every program and identity of the user.
+ * It keeps SESSIOND_POOL sandboxes forked from its fork server ready and
+ * lends each, once, to one request ({"op":"take"}): its control socket is
+ * passed (SCM_RIGHTS) and the host keeps what ends it, so that the
+ * program only closes the socket and the host removes the rest (cgroup,
+ * processes) off the program's path. A sandbox is lent once and never
+ * comes back: no two requests, and so no two identities, share one. */
+#define SESSIOND_POOL 2
+#define SESSIOND_LENT 1024 /* lent and not ended yet, at once */
+struct sessiond_pool {
+    const struct shim_config *cfg;
+    struct shim_sandbox *ready[SESSIOND_POOL];
+    int nready;
+    struct shim_sandbox *lent[SESSIOND_LENT];
+    int nlent;
+    unsigned long lent_total; /* lent since the host started */
+};
+/* Forks sandboxes until SESSIOND_POOL are ready (when warm: the fork
+ * server is up). */
+void sessiond_pool_fill(struct sessiond_pool *p, int warm);
+/* Closes each lent sandbox that ended (its borrower closed it, or it
+ * died), which removes its cgroup: how many. */
+int sessiond_pool_reap(struct sessiond_pool *p);
+/* Answers a take on fd (then closed): b"S" with the socket and
+ * {"ok":true,"pid"}, or b"N" and {"ok":false,"error"} when none can be
+ * had now (the fork server still imports, or failed). */
+void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm);
+/* Ends every sandbox of the pool, ready or lent. */
+void sessiond_pool_end(struct sessiond_pool *p);
+
 /* Runs the host in dir (iddir/hosts/<settings>) until it has had no
  * session for cfg->session_ttl_s seconds, or SIGTERM. ready gets "R" once
- * its socket listens (then is closed). The exit status. */
+ * its socket listens (then is closed). user: it is the user's sandbox
+ * host (dir: <runtime>/hosts/<settings>-<build>), which lends pooled
+ * sandboxes and opens no session. The exit status. */
 int sessiond_host(const struct shim_config *cfg, const char *dir, const char *settings,
-                  int ready);
+                  int user, int ready);
 
 /* What the library asked the host for: the session's directory
  * (iddir/<name>), the explicit container it is (or ""), and its idle limit

@@ -53,6 +53,97 @@ int shim_proto_socket(const char *dir, int listening)
     return rc;
 }
 
+int shim_proto_send_byte(int sock, char b, int fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = &b, .iov_len = 1};
+    struct msghdr mh;
+    struct cmsghdr *cm;
+
+    memset(&mh, 0, sizeof(mh));
+    memset(&u, 0, sizeof(u));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (fd >= 0) {
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == 1 ? 0 : -errno;
+}
+
+#define RECV_FDS 8 /* descriptors looked at in one message */
+
+/* The descriptors and credentials of one received message. */
+static void take_cmsgs(struct msghdr *mh, int *fds, int max, int *nfds, int *pid)
+{
+    struct cmsghdr *cm;
+
+    for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS && pid) {
+            struct ucred uc;
+            memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
+            *pid = uc.pid;
+        } else if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            int got[RECV_FDS], n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)), i;
+            if (n > RECV_FDS)
+                n = RECV_FDS;
+            memcpy(got, CMSG_DATA(cm), sizeof(int) * (size_t)n);
+            for (i = 0; i < n; i++) {
+                if (*nfds < max)
+                    fds[(*nfds)++] = got[i];
+                else
+                    close(got[i]);
+            }
+        }
+    }
+}
+
+int shim_proto_recv_byte(int sock, char *b, int *fds, int max, int *nfds, int *pid,
+                         int timeout_ms)
+{
+    int64_t end = shim_clock_ms() + timeout_ms;
+
+    *nfds = 0;
+    for (;;) {
+        union {
+            char buf[CMSG_SPACE(sizeof(int) * RECV_FDS) + CMSG_SPACE(sizeof(struct ucred))];
+            struct cmsghdr align;
+        } u;
+        struct iovec iov = {.iov_base = b, .iov_len = 1};
+        struct msghdr mh;
+        struct pollfd pf = {.fd = sock, .events = POLLIN};
+        int64_t left = end - shim_clock_ms();
+        ssize_t r;
+
+        if (left <= 0)
+            return -ETIMEDOUT;
+        if (poll(&pf, 1, (int)left) <= 0)
+            continue;
+        memset(&mh, 0, sizeof(mh));
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+        r = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return -ECONNRESET;
+        take_cmsgs(&mh, fds, max, nfds, pid);
+        return 0;
+    }
+}
+
 int shim_proto_send(int fd, const cJSON *msg, int timeout_ms)
 {
     char *s = cJSON_PrintUnformatted(msg);

@@ -47,6 +47,16 @@ int shim_proto_check_shape(const char *p, size_t n);
  * /proc/self/fd entry. The fd (CLOEXEC), or -errno. */
 int shim_proto_socket(const char *dir, int listening);
 
+/* One byte on a Unix socket, with the descriptors it carries: send_byte
+ * passes fd along unless it is -1 (0 or -errno); recv_byte waits at most
+ * timeout_ms for one, keeps up to max of the descriptors (SCM_RIGHTS,
+ * close-on-exec) in fds[0..*nfds), closes any more, and sets *pid from
+ * the sender's credentials when the socket has SO_PASSCRED (pid may be
+ * NULL). 0, -ECONNRESET at the end of the stream, -ETIMEDOUT, or -errno. */
+int shim_proto_send_byte(int sock, char b, int fd);
+int shim_proto_recv_byte(int sock, char *b, int *fds, int max, int *nfds, int *pid,
+                         int timeout_ms);
+
 /* An exec result as JSON that prints to at most max_bytes: when the whole
  * does not fit, images are left out from the last, then file names, then
  * the logs are cut (head and tail kept), and a note in the logs says what

@@ -22,6 +22,7 @@
 #include "store.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -255,10 +256,11 @@ static int sessiond_path(const struct shim_config *cfg, char *out, size_t n)
 /* Starts codeshim-sessiond, the session host, for dir; it daemonises and
  * its first process exits once the socket listens, so waiting for it
  * costs no zombie. */
-static int spawn_host(const struct shim_config *cfg, const char *dir, const char *settings)
+static int spawn_host(const struct shim_config *cfg, const char *dir, const char *settings,
+                      const char *build)
 {
     char path[SHIM_PATH_MAX], tmpenv[SHIM_PATH_MAX + 8];
-    char *argv[] = {path, (char *)dir, (char *)settings, NULL};
+    char *argv[] = {path, (char *)dir, (char *)settings, (char *)build, NULL};
     char **own, **envp;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -378,7 +380,7 @@ static int start_session(struct shim_session *b)
         return rc == -EUSERS ? SHIM_SESSION_USER_CAP : rc;
     }
     if (fd < 0) {
-        if ((rc = spawn_host(b->cfg, hd, b->settings)) < 0)
+        if ((rc = spawn_host(b->cfg, hd, b->settings, NULL)) < 0)
             return rc;
         if ((fd = connect_dir(hd)) < 0)
             return fd;
@@ -524,10 +526,189 @@ static const char *stale_ref(const struct shim_session *b, const struct shim_ses
     return NULL;
 }
 
+/* ---------------- the user's sandbox host ---------------- */
+
+int shim_session_build(const struct shim_config *cfg, const char *exe, char out[65])
+{
+    char id[160];
+    struct stat st;
+
+    out[0] = '\0';
+    if (stat(exe, &st) < 0)
+        return -errno;
+    snprintf(id, sizeof(id), "%llu:%llu:%lld:%lld.%09ld", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+             st.st_mtim.tv_nsec);
+    shim_store_hash("codeshim-sandbox-host-v1", id, cfg->preload_modules, out);
+    out[16] = '\0';
+    return 0;
+}
+
+/* <runtime>/hosts/<settings>-<build>: the user's sandbox host of these
+ * settings and this build (sessiond/pool.c), made private if needed. */
+static int user_host_dir(const struct shim_config *cfg, const char *settings, char *out,
+                         size_t n, char build[65])
+{
+    char hosts[SHIM_PATH_MAX], name[160];
+    int rc;
+
+    if (!cfg->sessiond[0] || (rc = shim_session_build(cfg, cfg->sessiond, build)) < 0)
+        return -ENOENT;
+    snprintf(name, sizeof(name), "%s-%s", settings, build);
+    if ((rc = shim_store_root(cfg, "hosts", hosts, sizeof(hosts))) < 0 ||
+        (rc = shim_fileio_join(out, n, hosts, name)) < 0)
+        return rc;
+    return shim_store_private_dir(out);
+}
+
+/* The host's first byte and, with b"S", the descriptor it carries. */
+static int recv_lent(int fd, int *out, int timeout_ms)
+{
+    int fds[1], n = 0, rc;
+    char c = 0;
+
+    *out = -1;
+    rc = shim_proto_recv_byte(fd, &c, fds, 1, &n, NULL, timeout_ms);
+    if (rc < 0)
+        return rc;
+    if (c == 'S' && n == 1) {
+        *out = fds[0];
+        return 0;
+    }
+    if (n == 1)
+        close(fds[0]);
+    return c == 'N' ? -EAGAIN : -EPROTO;
+}
+
+/* Starts the user's sandbox host in hd unless another program is doing
+ * so (the lock of <runtime>/hosts is taken: hd itself goes with its host)
+ * or one answers by now. */
+static void restart_user_host(const struct shim_config *cfg, const char *hd,
+                              const char *settings, const char *build)
+{
+    char hosts[SHIM_PATH_MAX];
+    char *cut;
+    int lk, fd;
+
+    snprintf(hosts, sizeof(hosts), "%s", hd);
+    if (!(cut = strrchr(hosts, '/')) || cut == hosts)
+        return;
+    *cut = '\0';
+    if ((lk = shim_store_lock(hosts, 0)) < 0)
+        return;
+    if ((fd = connect_dir(hd)) >= 0)
+        close(fd);
+    else if (spawn_host(cfg, hd, settings, build) == 0)
+        LOG_INFO("sandbox host started");
+    close(lk);
+}
+
+/* A sandbox lent by the user's sandbox host (*fd its control socket, *pid
+ * its supervisor), or -errno: none could be had now (the host is started
+ * again when it did not answer). */
+static int take_lent(const struct shim_config *cfg, const char *settings, int *fd, long *pid)
+{
+    char hd[SHIM_PATH_MAX], build[65], why[96];
+    cJSON *msg, *ans = NULL;
+    int s, rc;
+
+    *fd = -1;
+    if (strcmp(cfg->sandbox, "local") || cfg->unsafe_no_isolation || !cfg->fork_server ||
+        !cfg->sandbox_host)
+        return -ENOTSUP;
+    if ((rc = user_host_dir(cfg, settings, hd, sizeof(hd), build)) < 0) {
+        LOG_INFO("no sandbox host (its runtime directory: %s); this sandbox starts the cold way",
+                 strerror(-rc));
+        return rc;
+    }
+    if ((s = connect_dir(hd)) < 0) {
+        LOG_INFO("no sandbox host answers; this sandbox starts the cold way, and the host again");
+        restart_user_host(cfg, hd, settings, build);
+        return s;
+    }
+    msg = cJSON_CreateObject();
+    rc = msg ? 0 : -ENOMEM;
+    if (rc == 0)
+        cJSON_AddStringToObject(msg, "op", "take");
+    if (rc == 0)
+        rc = shim_proto_send(s, msg, 1000);
+    cJSON_Delete(msg);
+    if (rc == 0)
+        rc = recv_lent(s, fd, 5000);
+    if (rc == 0 || rc == -EAGAIN) {
+        int r2 = shim_proto_recv(s, &ans, 1000);
+        const cJSON *jp = cJSON_GetObjectItem(ans, "pid");
+        if (rc == 0 && (r2 < 0 || !cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok")) ||
+                        !cJSON_IsNumber(jp) || jp->valuedouble < 1))
+            rc = -EPROTO;
+        if (rc == 0)
+            *pid = (long)jp->valuedouble;
+        snprintf(why, sizeof(why), "%.80s",
+                 cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error")) ?: "?");
+        cJSON_Delete(ans);
+    }
+    close(s);
+    if (rc < 0 && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    if (rc == -EAGAIN)
+        LOG_INFO("the sandbox host has no sandbox ready (%s); this one starts the cold way", why);
+    else if (rc < 0)
+        LOG_INFO("the sandbox host did not lend a sandbox (%s); this one starts the cold way",
+                 strerror(-rc));
+    else
+        LOG_DEBUG("sandbox lent by the sandbox host (pid %ld)", *pid);
+    return rc;
+}
+
+int shim_session_lent_ready(const struct shim_config *cfg)
+{
+    char hd[SHIM_PATH_MAX], build[65], settings[65];
+    cJSON *msg, *ans = NULL;
+    int s, ready = 0;
+
+    if (strcmp(cfg->sandbox, "local") || cfg->unsafe_no_isolation || !cfg->fork_server ||
+        !cfg->sandbox_host)
+        return 0;
+    shim_session_settings(cfg, settings);
+    if (user_host_dir(cfg, settings, hd, sizeof(hd), build) < 0 || (s = connect_dir(hd)) < 0)
+        return 0;
+    if ((msg = cJSON_CreateObject()) != NULL) {
+        cJSON_AddStringToObject(msg, "op", "status");
+        if (shim_proto_send(s, msg, 1000) == 0 && shim_proto_recv(s, &ans, 1000) == 0)
+            ready = cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pool")) >= 1;
+    }
+    cJSON_Delete(msg);
+    cJSON_Delete(ans);
+    close(s);
+    return ready;
+}
+
+int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out)
+{
+    char settings[65];
+    long pid = 0;
+    int fd, rc;
+
+    *out = NULL;
+    shim_session_settings(cfg, settings);
+    if ((rc = take_lent(cfg, settings, &fd, &pid)) < 0)
+        return rc;
+    return shim_sandbox_open_lent(cfg, fd, pid, out);
+}
+
 static int open_private(struct shim_session *b, const struct shim_session_req *rq)
 {
-    int rc = shim_sandbox_open_at(b->cfg, rq->net, NULL, &b->sb);
+    int fd, rc;
+    long pid = 0;
     const char *old;
+
+    rc = take_lent(b->cfg, b->settings, &fd, &pid) == 0
+             ? shim_sandbox_open_lent(b->cfg, fd, pid, &b->sb)
+             : -1;
+    if (rc < 0)
+        rc = shim_sandbox_open_at(b->cfg, rq->net, NULL, &b->sb);
 
     if (rc < 0)
         return rc;

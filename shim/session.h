@@ -11,7 +11,11 @@
  * the identity's session host (codeshim-sessiond, one per identity and
  * settings, started by the first session), which hands each a sandbox
  * forked from its fork server: a session starts about as fast as a
- * sandbox from a warm spare, with the data libraries imported.
+ * sandbox from a warm spare, with the data libraries imported. A private
+ * sandbox, and a new session host's first session's sandbox, are lent by
+ * the user's sandbox host (shim_session_lent; sessiond/pool.c), one per
+ * user, settings and build, shared by all the user's identities; each
+ * sandbox is lent once, so none serves two identities.
  *
  * Session key = (identity, session id, sandbox settings); identity =
  * SHA-256 of the API key the program sent (never the key itself), or
@@ -134,6 +138,19 @@ int shim_session_take_renewed(struct shim_session *b);
  * domain, template, internet access and a hash of its key. 32 hex digits (pure; out must
  * hold 65 bytes). The session host refuses to start under other settings. */
 void shim_session_settings(const struct shim_config *cfg, char out[65]);
+/* The build of codeshim whose sandbox host exe is (its file: device,
+ * inode, size, modification time) with what its fork server imports: 16
+ * hex digits into out (65 bytes), part of the host's directory name, so
+ * that no program uses a host of another build. 0 or -errno. */
+int shim_session_build(const struct shim_config *cfg, const char *exe, char out[65]);
+/* A fresh sandbox lent by the user's sandbox host (a private request's,
+ * or a session host's first session's while its own fork server
+ * imports): 0 with *out, or -errno when none can be had now (the host is
+ * started again if it did not answer). */
+int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out);
+/* 1 when the user's sandbox host of cfg's settings answers with a sandbox
+ * ready to lend, else 0. */
+int shim_session_lent_ready(const struct shim_config *cfg);
 
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
  * map entry of its container cid under settings: what a supervisor leaves

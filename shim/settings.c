@@ -118,6 +118,8 @@ const struct shim_setting shim_settings[] = {
      "keep a started sandbox ready for the next request", NO_OPT, KEY("warm_spare")},
     {"CODESHIM_FORK_SERVER", SHIM_SET_BOOL, F(fork_server), 1, 0, 1, NULL, 0, 0,
      "fork sandboxes from a server that imported the data libraries", NO_OPT, NO_KEY},
+    {"CODESHIM_SANDBOX_HOST", SHIM_SET_BOOL, F(sandbox_host), 1, 0, 1, NULL, 0, 0,
+     "take sandboxes from the user's sandbox host, which keeps some ready", NO_OPT, NO_KEY},
     {"CODESHIM_PRELOAD_MODULES", SHIM_SET_STR, F(preload_modules), 0, 0, 0,
      "numpy,pandas,matplotlib.pyplot", 0, 0, "modules the fork server imports", NO_OPT, NO_KEY},
     {"CODESHIM_E2B_API_KEY", SHIM_SET_SECRET, F(e2b_api_key), 0, 0, 0, NULL, 0, 0,

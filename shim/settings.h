@@ -56,6 +56,7 @@ struct shim_config {
     char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */
     int warm_spare;                     /* CODESHIM_WARM_SPARE: 0|1 */
     int fork_server;                    /* CODESHIM_FORK_SERVER: 0|1 */
+    int sandbox_host;                   /* CODESHIM_SANDBOX_HOST: 0|1 */
     char preload_modules[512];          /* CODESHIM_PRELOAD_MODULES */
     /* The e2b backend (CODESHIM_SANDBOX=e2b), named as e2b's SDKs name
      * them. The key is a secret: never logged, traced or written. */

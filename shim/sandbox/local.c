@@ -50,6 +50,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +228,61 @@ static void local_adopt(void *state)
     shim_cgroup_adopt(&l->cg);
 }
 
+/* ---- lending a sandbox to another process (sandbox.h) ---- */
+
+/* In the sandbox host: only a forked sandbox that never ran code, up,
+ * with nothing said since its hello. */
+static int local_lend(void *state, int *fd, long *pid)
+{
+    struct shim_local *l = state;
+    struct pollfd pf;
+
+    if (l->life < 0 || l->fd < 0 || l->used || l->lent)
+        return -EINVAL;
+    if (!l->up && shim_local_wait_up(l) != 0)
+        return -ECHILD;
+    pf = (struct pollfd){.fd = l->fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&pf, 1, 0) != 0)
+        return -ECONNRESET;
+    *fd = l->fd;
+    *pid = (long)l->pid;
+    l->fd = -1;
+    return 0;
+}
+
+static int local_life_fd(void *state)
+{
+    const struct shim_local *l = state;
+
+    return l->fd < 0 ? l->life : -1;
+}
+
+/* In the borrower: the lent control socket, the supervisor up (the host
+ * read its hello). Its processes, cgroup and end are the host's. */
+static int local_create_lent(const struct shim_config *cfg, int fd, long pid, void **state)
+{
+    struct shim_local_params p;
+    struct shim_local *l;
+
+    params_init(&p, cfg);
+    if (p.unsafe || fd < 0 || pid <= 0)
+        return -EINVAL;
+    p.fork = NULL; /* a lost one restarts the cold way */
+    p.fork_server = 0;
+    if (!(l = shim_local_new(&p)))
+        return -ENOMEM;
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0) {
+        free(l);
+        return -errno;
+    }
+    l->fd = fd;
+    l->pid = (pid_t)pid;
+    l->up = 1;
+    l->lent = 1;
+    *state = l;
+    return 0;
+}
+
 const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
@@ -239,4 +296,7 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .create_forked = local_create_forked,
     .disown = local_disown,
     .adopt = local_adopt,
+    .lend = local_lend,
+    .life_fd = local_life_fd,
+    .create_lent = local_create_lent,
 };

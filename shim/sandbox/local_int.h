@@ -90,6 +90,9 @@ struct shim_local {
     int zygote;   /* this is a fork server (local_zygote.c), no sandbox */
     int life;     /* forked from one: its life socket (pid is then the
                      sandbox's PID 1, not our child), or -1 */
+    int lent;     /* lent by the sandbox host (its control socket only:
+                     the host keeps its life socket and cgroup and ends
+                     them once the socket is closed here) */
 };
 
 

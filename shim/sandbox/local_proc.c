@@ -309,7 +309,9 @@ int shim_local_stop(struct shim_local *l, char *err, size_t errsz)
     pid_t r = 0;
 
     shim_local_close_fd(&l->fd);
-    if (l->life >= 0) {
+    if (l->lent) {
+        l->lent = 0; /* the host ends it, off this process's path */
+    } else if (l->life >= 0) {
         stop_forked(l); /* not our child: its life socket */
     } else if (l->pid > 0) {
         for (i = 0; i < STOP_MS; i++) {

@@ -43,6 +43,7 @@
 #include "local_int.h"
 #include "local_zygote.h"
 #include "log.h"
+#include "proto.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -240,44 +241,16 @@ static int send_fork(int fd, uid_t uid, const int *fds, int nfds)
  * -ETIMEDOUT. */
 static int recv_ready(int fd, pid_t *pid)
 {
-    int64_t end = shim_clock_ms() + FORK_WAIT_MS;
+    int fds[1], n = 0, who = 0, rc;
+    char b = 0;
 
-    for (;;) {
-        union {
-            char buf[CMSG_SPACE(sizeof(struct ucred))];
-            struct cmsghdr align;
-        } u;
-        char b;
-        struct iovec iov = {.iov_base = &b, .iov_len = 1};
-        struct msghdr mh;
-        struct cmsghdr *cm;
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int64_t left = end - shim_clock_ms();
-        ssize_t r;
-
-        if (left <= 0)
-            return -ETIMEDOUT;
-        if (poll(&pf, 1, (int)left) <= 0)
-            continue;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof(u.buf);
-        r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (r <= 0)
-            return -ECONNRESET;
-        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-            if (cm->cmsg_level == SOL_SOCKET &&
-                cm->cmsg_type == SCM_CREDENTIALS) {
-                struct ucred uc;
-                memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
-                *pid = uc.pid;
-            }
-        return b == 'P' && *pid > 0 ? 0 : -EPROTO;
-    }
+    rc = shim_proto_recv_byte(fd, &b, fds, 1, &n, &who, FORK_WAIT_MS);
+    if (n == 1)
+        close(fds[0]); /* none is sent here */
+    if (rc < 0)
+        return rc == -ETIMEDOUT ? rc : -ECONNRESET;
+    *pid = (pid_t)who;
+    return b == 'P' && *pid > 0 ? 0 : -EPROTO;
 }
 
 /* What the forked sandbox said on its stderr before it failed. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Backends may insert the same note when they cut output themselves;
  * cap_logs() adds the counts of the notes it drops into its own. */
@@ -63,11 +64,19 @@ int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out)
     return shim_sandbox_open_at(cfg, NULL, NULL, out);
 }
 
+/* How open_with makes it. */
+enum how { CREATE, FORKED, LENT };
+struct lent {
+    int fd;
+    long pid;
+};
+
 /* A sandbox of cfg's backend: made by create_at (with net and tag), by
- * create_forked (forked), or by create. */
+ * create_forked (forked), by create_lent (of a lent socket), or by
+ * create. */
 static int open_with(const struct shim_config *cfg, const struct shim_http_net *net,
-                     const struct shim_sandbox_tag *tag, int forked,
-                     struct shim_sandbox **out)
+                     const struct shim_sandbox_tag *tag, enum how forked,
+                     const struct lent *lent, struct shim_sandbox **out)
 {
     const struct shim_sandbox_ops *ops;
     struct shim_sandbox *sb;
@@ -84,7 +93,7 @@ static int open_with(const struct shim_config *cfg, const struct shim_http_net *
                 cfg->sandbox);
         return -EINVAL;
     }
-    if (forked && !ops->create_forked)
+    if ((forked == FORKED && !ops->create_forked) || (forked == LENT && !ops->create_lent))
         return -EAGAIN;
     sb = calloc(1, sizeof(*sb));
     if (!sb)
@@ -97,8 +106,10 @@ static int open_with(const struct shim_config *cfg, const struct shim_http_net *
         free(sb);
         return -rc;
     }
-    if (forked)
+    if (forked == FORKED)
         rc = ops->create_forked(cfg, &sb->state);
+    else if (forked == LENT)
+        rc = ops->create_lent(cfg, lent->fd, lent->pid, &sb->state);
     else
         rc = ops->create_at ? ops->create_at(cfg, net, tag, &sb->state)
                             : ops->create(cfg, &sb->state);
@@ -114,7 +125,7 @@ static int open_with(const struct shim_config *cfg, const struct shim_http_net *
 int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_net *net,
                          const struct shim_sandbox_tag *tag, struct shim_sandbox **out)
 {
-    return open_with(cfg, net, tag, 0, out);
+    return open_with(cfg, net, tag, CREATE, NULL, out);
 }
 
 /* ---- handing a sandbox to a fork of this process ---- */
@@ -128,7 +139,7 @@ int shim_sandbox_keep_warm(const struct shim_config *cfg)
 
 int shim_sandbox_open_forked(const struct shim_config *cfg, struct shim_sandbox **out)
 {
-    return open_with(cfg, NULL, NULL, 1, out);
+    return open_with(cfg, NULL, NULL, FORKED, NULL, out);
 }
 
 void shim_sandbox_disown(struct shim_sandbox *sb)
@@ -145,6 +156,34 @@ void shim_sandbox_adopt(struct shim_sandbox *sb)
 {
     if (sb && sb->ops->adopt)
         sb->ops->adopt(sb->state);
+}
+
+int shim_sandbox_lend(struct shim_sandbox *sb, int *fd, long *pid)
+{
+    int rc;
+
+    if (!sb || !sb->ops->lend)
+        return -ENOTSUP;
+    pthread_mutex_lock(&sb->mu);
+    rc = sb->ops->lend(sb->state, fd, pid);
+    pthread_mutex_unlock(&sb->mu);
+    return rc;
+}
+
+int shim_sandbox_life_fd(const struct shim_sandbox *sb)
+{
+    return sb && sb->ops->life_fd ? sb->ops->life_fd(sb->state) : -1;
+}
+
+int shim_sandbox_open_lent(const struct shim_config *cfg, int fd, long pid,
+                           struct shim_sandbox **out)
+{
+    struct lent l = {fd, pid};
+    int rc = open_with(cfg, NULL, NULL, LENT, &l, out);
+
+    if (rc && fd >= 0)
+        close(fd); /* create_lent leaves it open when it fails */
+    return rc;
 }
 
 int shim_sandbox_file_get(struct shim_sandbox *sb, const char *name, size_t max, char **out,

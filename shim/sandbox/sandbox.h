@@ -100,6 +100,22 @@ int shim_sandbox_keep_warm(const struct shim_config *cfg);
 int shim_sandbox_open_forked(const struct shim_config *cfg, struct shim_sandbox **out);
 void shim_sandbox_disown(struct shim_sandbox *sb);
 void shim_sandbox_adopt(struct shim_sandbox *sb);
+/* Lending a sandbox to another process (the sandbox host, sessiond/,
+ * lends the pooled sandboxes of its fork server to programs' requests).
+ * - lend, in the host: a sandbox from open_forked that never ran code, up
+ *   (its hello read): its control socket moves to *fd (the caller sends it
+ *   and closes it), its pid to *pid; sb keeps what ends it (its life
+ *   socket and cgroup). 0 or -errno (not such a sandbox, or it died).
+ * - life_fd: the descriptor that becomes readable once a lent sandbox
+ *   ended (the borrower closed its socket, or it died): close sb then
+ *   (which removes its cgroup); -1 for other sandboxes.
+ * - open_lent, in the borrower: a sandbox made of a lent control socket
+ *   (fd, adopted; closed on failure) and pid. Closing it only closes the
+ *   socket; a lost one is started again the cold way. */
+int shim_sandbox_lend(struct shim_sandbox *sb, int *fd, long *pid);
+int shim_sandbox_life_fd(const struct shim_sandbox *sb);
+int shim_sandbox_open_lent(const struct shim_config *cfg, int fd, long pid,
+                           struct shim_sandbox **out);
 /* Ends the sandbox now, also one its backend keeps for a session (its
  * container was deleted), and closes it. */
 void shim_sandbox_end(struct shim_sandbox *sb);

@@ -55,6 +55,11 @@ struct shim_sandbox_ops {
     int (*create_forked)(const struct shim_config *cfg, void **state);
     void (*disown)(void *state);
     void (*adopt)(void *state);
+    /* Optional: lending sandboxes to other processes (sandbox.h,
+     * shim_sandbox_lend and the two after it). */
+    int (*lend)(void *state, int *fd, long *pid);
+    int (*life_fd)(void *state);
+    int (*create_lent)(const struct shim_config *cfg, int fd, long pid, void **state);
 };
 
 extern const struct shim_sandbox_ops shim_sandbox_local;

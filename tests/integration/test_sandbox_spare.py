@@ -3,7 +3,8 @@ requests (curl --next), each of which runs code; from the third on, the
 sandbox comes from a spare started in advance (the debug log says so).
 Every request still gets a fresh sandbox, and when the program ends no
 sandbox process is left, the spare's included. CODESHIM_WARM_SPARE=0
-turns it off. The unit suite tests/sandbox/test_sandbox_spare.c covers the
+turns it off. It is the fallback where the user's sandbox host
+(test_sandbox_host.py) is off (CODESHIM_SANDBOX_HOST=0). The unit suite tests/sandbox/test_sandbox_spare.c covers the
 rest (settings, fork, kill -9)."""
 
 import json
@@ -47,7 +48,8 @@ def several_requests(fake, tmp_path, codes, env):
                 "-H", "Authorization: Bearer " + KEY,
                 "--data-binary", "@%s" % body, "-o", str(out),
                 fake.url + "/responses"]
-    e = dict(ENV, CODESHIM_LOG="debug", CODESHIM_MEMORY=MARKER)
+    # the in-process spare serves only where no sandbox host does
+    e = dict(ENV, CODESHIM_LOG="debug", CODESHIM_MEMORY=MARKER, CODESHIM_SANDBOX_HOST="0")
     e.update(env)
     rc, _, err = run(cmd, env=e, timeout=120)
     assert rc == 0, err.decode(errors="replace")[-3000:]

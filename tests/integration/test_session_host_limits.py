@@ -30,7 +30,7 @@ def status_kb(pid, field):
 
 def session_dir(rt):
     """The one session's directory and its process (supervisors' pattern)."""
-    [pidfile] = list(rt.glob("*/*/pid"))
+    [pidfile] = [p for p in rt.glob("*/*/pid") if p.parent.parent != rt / "hosts"]
     return pidfile.parent, int(pidfile.read_text())
 
 

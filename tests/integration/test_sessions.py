@@ -24,11 +24,13 @@ CURL = "/usr/bin/curl"
 def rt(tmp_path):
     d = tmp_path / "rt"
     yield d
-    # stop what the test left running: session supervisors, session hosts
-    for pidfile in list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")):
+    # stop what the test left running: session supervisors, session hosts,
+    # the sandbox host
+    for pidfile in (list(d.glob("*/*/pid")) + list(d.glob("*/hosts/*/pid")) +
+                    list(d.glob("hosts/*/pid"))):
         try:
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
-        except (ValueError, ProcessLookupError):
+        except (ValueError, OSError):  # gone meanwhile
             pass
 
 
@@ -70,6 +72,8 @@ def supervisors(rt, pattern="*/*/pid"):
     "*/hosts/*/pid": of live session hosts)."""
     out = []
     for pidfile in rt.glob(pattern):
+        if pattern == "*/*/pid" and pidfile.parent.parent == rt / "hosts":
+            continue  # the user's sandbox host (test_sandbox_host.py), no session's
         try:
             pid = int(pidfile.read_text())
             os.kill(pid, 0)

@@ -1,0 +1,360 @@
+"""One sandbox host per user, settings and build.
+
+The user's sandbox host (codeshim-sessiond in <runtime>/hosts/<settings>-
+<build>, sessiond/pool.c) keeps a few sandboxes forked from its fork
+server ready and lends each, once, to one request of any program of the
+user: a new process's very first request takes one over the host's
+socket. Where none can be had (no host yet, a host that died) the request
+runs isolated, started the cold way, says so at info level, and the host
+is started again. Every request is a separate run of the curl CLI, as in
+test_sessions.py, whose helpers these tests reuse; they wait for
+conditions (the host's status), never for time."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import session_host
+from conftest import REPO, alive, descendants
+from test_escape_limits import cgroup_dirs, need_cgroup
+from test_hardening_sessions import wait_for
+from test_runtime import user_build
+from test_sandbox_escape import TEST_USER, _ensure_user
+from test_sessions import ask, calls, logs, rt  # noqa: F401 (rt: fixture)
+
+LENT = "sandbox lent by the sandbox host"
+COLD = "starts the cold way"
+DEBUG = {"CODESHIM_LOG": "debug"}
+# what only an isolated sandbox says: the sandbox user, none of the
+# host's directories (this checkout), its own empty /mnt/data, a PID
+# namespace of its own (no host process seen)
+PROBE = ("import os\nprint(os.getuid(), os.path.exists(%r), os.getcwd(), "
+         "sorted(os.listdir('.')), len([p for p in os.listdir('/proc') if p.isdigit()]) < 20)\n"
+         % str(REPO))
+ISOLATED = "1000 False /mnt/data [] True\n"
+POOL = 2  # sessiond.h's SESSIOND_POOL
+
+
+def user_hosts(rt):
+    return sorted(p.parent for p in Path(rt).glob("hosts/*/sock"))
+
+
+def status(d):
+    return session_host.call(d, {"op": "status"})
+
+
+def pool_full(d):
+    try:
+        return status(d).get("pool") == POOL
+    except OSError:
+        return False
+
+
+def warm_host(url, rt, env=None):
+    """The user's host started (by a first request, which runs cold) and
+    its pool full: its directory."""
+    r, err = ask(url, PROBE, session=None, rt=rt, env=dict(DEBUG, **(env or {})), stderr=True)
+    assert logs(r) == ISOLATED
+    assert wait_for(lambda: len(user_hosts(rt)) == 1)
+    [d] = user_hosts(rt)
+    assert wait_for(lambda: pool_full(d), timeout=60), status(d)
+    return d
+
+
+def private(url, rt, code=PROBE, key="sk-alice", env=None):
+    """One private request of a new curl process: (its logs, codeshim's log)."""
+    r, err = ask(url, code, key=key, session=None, rt=rt, env=dict(DEBUG, **(env or {})),
+                 stderr=True)
+    return logs(r), err, r
+
+
+def test_first_request_of_a_new_process_takes_a_pooled_sandbox(fake, rt):
+    d = warm_host(fake.url, rt)
+    before = status(d)["lent_total"]
+    out, err, _ = private(fake.url, rt)
+    assert out == ISOLATED
+    assert LENT in err and COLD not in err, err
+    assert status(d)["lent_total"] == before + 1
+    # the pool is refilled by the host, off the request's path
+    assert wait_for(lambda: pool_full(d), timeout=60)
+
+
+def test_a_killed_host_leaves_requests_isolated_and_comes_back(fake, rt):
+    d = warm_host(fake.url, rt)
+    old = status(d)["pid"]
+    os.kill(old, signal.SIGKILL)
+    assert wait_for(lambda: not alive(old))
+    out, err, _ = private(fake.url, rt)
+    assert out == ISOLATED  # isolated, started the cold way
+    assert COLD in err and LENT not in err, err
+    assert "info" in err.split(COLD)[0].rsplit("\n", 1)[-1]  # said at info level
+    # the host was started again and lends the next request's sandbox
+    assert wait_for(lambda: pool_full(d), timeout=60)
+    assert status(d)["pid"] != old
+    out, err, _ = private(fake.url, rt)
+    assert out == ISOLATED and LENT in err, err
+
+
+def test_a_host_of_another_build_is_not_used(fake, rt, tmp_path):
+    d = warm_host(fake.url, rt)
+    other = tmp_path / "codeshim-sessiond"
+    shutil.copy2(REPO / "build" / "codeshim-sessiond", other)  # another file: another build
+    out, err, _ = private(fake.url, rt, env={"CODESHIM_SESSIOND": str(other)})
+    assert out == ISOLATED
+    assert LENT not in err, err  # not d's sandbox: d is of another build
+    assert status(d)["lent_total"] == 0
+    assert wait_for(lambda: len(user_hosts(rt)) == 2)  # its own host was started
+    [mine] = [h for h in user_hosts(rt) if h != d]
+    assert mine.name.split("-")[0] == d.name.split("-")[0]  # same settings
+    assert wait_for(lambda: pool_full(mine), timeout=60)
+    out, err, _ = private(fake.url, rt, env={"CODESHIM_SESSIOND": str(other)})
+    assert LENT in err and status(mine)["lent_total"] == 1 and status(d)["lent_total"] == 0
+
+
+def test_two_identities_never_share_a_sandbox_a_session_or_a_file(fake, rt):
+    d = warm_host(fake.url, rt)
+    write = "open('mine.txt', 'w').write('alice')\nx = 'alice'\n" + PROBE
+    a, err_a, ra = private(fake.url, rt, code=write, key="sk-alice")
+    b, err_b, rb = private(fake.url, rt, code=PROBE, key="sk-bob")
+    assert LENT in err_a and LENT in err_b
+    assert a.endswith("1000 False /mnt/data ['mine.txt'] True\n[files in /mnt/data: mine.txt]\n"), a
+    assert b == ISOLATED  # a fresh sandbox: none of alice's files
+    assert calls(ra)[0]["container_id"] != calls(rb)[0]["container_id"]
+    assert status(d)["lent_total"] == 2  # each request its own, never lent twice
+    # sessions: each identity's own
+    ask(fake.url, "x = 'alice'", key="sk-alice", session="s", rt=rt)
+    r = ask(fake.url, "print(globals().get('x'), sorted(os.listdir('.')) if 'os' in "
+            "globals() else [])", key="sk-bob", session="s", rt=rt)
+    assert logs(r) == "None []\n"
+
+
+def test_a_process_exits_without_waiting_on_codeshim(fake, rt, tmp_path):
+    """Three intercepted requests, then the program blocks reading a FIFO:
+    by then codeshim has nothing of its own in it, neither a child (a
+    sandbox, a spare) nor a thread, so nothing is waited for at exit."""
+    warm_host(fake.url, rt)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"model": "m", "input": "```python\nprint('ok')\n```",
+                                "tools": [{"type": "code_interpreter"}]}))
+    cmd = ["/usr/bin/curl", "-sS"]
+    for i in range(3):
+        cmd += ["-H", "Content-Type: application/json", "-H", "Authorization: Bearer sk-a",
+                "--data-binary", "@%s" % body, "-o", str(tmp_path / ("o%d" % i)),
+                fake.url + "/responses", "--next"]
+    cmd += ["file://%s" % fifo, "-o", str(tmp_path / "o3")]
+    from conftest import clean_env
+    p = subprocess.Popen(cmd, env=clean_env(dict(DEBUG, CODESHIM_RUNTIME_DIR=str(rt))),
+                         stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: all((tmp_path / ("o%d" % i)).exists() and
+                                    (tmp_path / ("o%d" % i)).stat().st_size for i in range(3)))
+        # its three answers are written; it now waits in the FIFO's open
+        assert wait_for(lambda: not descendants(p.pid))
+        threads = [Path("/proc/%d/task/%s/comm" % (p.pid, t)).read_text().strip()
+                   for t in os.listdir("/proc/%d/task" % p.pid)]
+        assert threads == ["curl"], threads
+    finally:
+        with open(fifo, "w"):
+            pass
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == 0
+    assert err.decode().count(LENT) == 3, err
+    for i in range(3):
+        assert json.loads((tmp_path / ("o%d" % i)).read_text())["status"] == "completed"
+
+
+def test_nothing_is_left_after_the_hosts_ttl(fake, rt):
+    env = {"CODESHIM_SESSION_TTL": "2"}
+    d = warm_host(fake.url, rt, env)
+    host = status(d)["pid"]
+    out, err, _ = private(fake.url, rt, env=env)
+    assert LENT in err
+    cg = cgroup_dirs(host) if os.geteuid() == 0 else []
+    # the host ends by itself, with its pool, fork server and cgroups
+    assert wait_for(lambda: not alive(host), timeout=60)
+    ps = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
+    assert not [l for l in ps.splitlines()[1:] if l.split()[1][0] != "Z" and str(rt) in l]
+    assert not user_hosts(rt) and not d.exists()
+    assert not [c for c in cg if os.path.exists(c)], cg
+
+
+def test_a_killed_programs_sandbox_is_ended_by_the_host(fake, rt, tmp_path):
+    """kill -9 of the program mid-execution: the host sees its sandbox end
+    and removes its cgroup (no later start of a program needed)."""
+    need_cgroup()
+    d = warm_host(fake.url, rt)
+    host = status(d)["pid"]
+    pooled = set(cgroup_dirs(host))  # the pool's sandboxes', one of which is lent next
+    assert pooled
+    # each sandbox's: one a controller (cgroup v1), or one
+    per = len(pooled) // len({os.path.basename(c) for c in pooled})
+    body = {"model": "m", "input": "```python\nimport time\ntime.sleep(1000.703)\n```",
+            "tools": [{"type": "code_interpreter"}]}
+    from conftest import clean_env
+    p = subprocess.Popen(["/usr/bin/curl", "-sS", fake.url + "/responses", "-H",
+                          "Authorization: Bearer sk-a", "-d", json.dumps(body)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=clean_env({"CODESHIM_RUNTIME_DIR": str(rt)}))
+    try:
+        assert wait_for(lambda: status(d)["lent"] == 1)
+        assert wait_for(lambda: pool_full(d), timeout=60)  # refilled meanwhile
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    # the lent sandbox ends with the program, and the host removes its cgroup
+    assert wait_for(lambda: status(d)["lent"] == 0)
+    assert wait_for(lambda: len(pooled - set(cgroup_dirs(host))) == per)
+    assert len(set(cgroup_dirs(host))) == len(pooled)  # the ready ones' only
+
+
+def ordinary_user(**extra):
+    """For runs as TEST_USER (skipped unless root, with runuser): a copy
+    of the build it can read, its runtime directory and environment (with
+    extra), its pw entry: (build dir, runtime dir, env, pw); remove the
+    build dir after."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: the other tests ran as this ordinary user")
+    if not os.path.exists("/usr/sbin/runuser"):
+        pytest.skip("runuser (util-linux) is not installed")
+    pw = _ensure_user()
+    d, home = user_build(pw)
+    urt = home / "rt"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
+           "LD_PRELOAD": str(d / "libcodeshim.so"), "CODESHIM_RUNTIME_DIR": str(urt)}
+    env.update(extra)
+    return d, urt, env, pw
+
+
+def test_an_ordinary_users_first_request_takes_a_pooled_sandbox(fake):
+    d, urt, env, pw = ordinary_user(CODESHIM_LOG="debug")
+
+    def user_ask(code):
+        body = {"model": "m", "input": "```python\n%s\n```" % code,
+                "tools": [{"type": "code_interpreter"}]}
+        p = subprocess.run(["/usr/sbin/runuser", "-u", TEST_USER, "--", "/usr/bin/curl", "-sS",
+                            fake.url + "/responses", "-H", "Authorization: Bearer sk-u",
+                            "-d", json.dumps(body)], env=env, capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return logs(json.loads(p.stdout)), p.stderr.decode()
+
+    host = None
+    try:
+        out, err = user_ask(PROBE)
+        assert out == ISOLATED and COLD in err, err
+        assert wait_for(lambda: len(user_hosts(urt)) == 1)
+        [h] = user_hosts(urt)
+        assert wait_for(lambda: pool_full(h), timeout=60)
+        host = status(h)["pid"]
+        assert os.stat("/proc/%d" % host).st_uid == pw.pw_uid
+        out, err = user_ask(PROBE)
+        assert out == ISOLATED and LENT in err, err
+        assert status(h)["lent_total"] == 1
+    finally:
+        if host:
+            os.kill(host, signal.SIGTERM)
+            wait_for(lambda: not alive(host))
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# The escape and limit checks, each run once the sandbox host of its
+# settings has its pool ready: every sandbox they use is then a pooled one
+# (the host's lent count says so), and they must hold exactly as for a
+# sandbox started the cold way. (module, test, the module's settings that
+# the test runs with, if any)
+POOLED = [
+    ("test_sandbox_escape", "test_no_network_no_secrets_no_host_files", None),
+    ("test_sandbox_escape", "test_images_and_files_end_to_end", None),
+    ("test_sandbox_escape", "test_files_persist_across_calls_of_one_request", None),
+    ("test_escape_kernel", "test_supervisor_out_of_reach", None),
+    ("test_escape_kernel", "test_new_system_calls_fail_enosys", None),
+    ("test_escape_kernel", "test_host_proc_files_masked", None),
+    ("test_escape_limits", "test_memfd_attack", "LIMITS"),
+    ("test_escape_limits", "test_ten_processes_attack", "LIMITS"),
+    ("test_escape_limits", "test_pipe_buffer_attack", "LIMITS"),
+    ("test_escape_limits", "test_empty_files_attack", "LIMITS"),
+    ("test_limits", "test_timeout_ms_private_sandbox", None),
+]
+
+
+@pytest.mark.parametrize("mod,name,settings", POOLED, ids=[n for _, n, _ in POOLED])
+def test_escape_and_limit_checks_hold_in_pooled_sandboxes(tmp_path, mod, name, settings):
+    import importlib
+    import inspect
+    import fake_openai
+    from conftest import RUNTIME_DIR
+    m = importlib.import_module(mod)
+    env = dict(getattr(m, settings)) if settings else {}
+    warm = fake_openai.start()
+    try:
+        before = {h: status(h)["lent_total"] for h in user_hosts(RUNTIME_DIR)}
+        ask(warm.url, PROBE, session=None, rt=RUNTIME_DIR, env=env)
+        new = [h for h in user_hosts(RUNTIME_DIR) if h not in before]
+        hosts = user_hosts(RUNTIME_DIR)
+        assert wait_for(lambda: all(pool_full(h) for h in hosts), timeout=60)
+        counts = {h: status(h)["lent_total"] for h in hosts}
+    finally:
+        warm.stop()
+    srv = fake_openai.start()
+    try:
+        args = {"fake": srv, "tmp_path": tmp_path}
+        f = getattr(m, name)
+        f(**{a: args[a] for a in inspect.signature(f).parameters})
+    finally:
+        srv.stop()
+    lent = sum(status(h)["lent_total"] - counts[h] for h in hosts)
+    assert lent >= 1, (new, counts)  # its sandboxes were the hosts' pooled ones
+
+
+def test_a_host_idle_longer_than_a_connections_wait_still_answers(fake, rt):
+    """A connection that arrives after the host waited more than
+    SESSIOND_IDLE_MS (10 s) for one is read, not dropped as if it had
+    waited that long itself."""
+    d = warm_host(fake.url, rt)
+    s = status(d)
+    t = time.monotonic()
+    while time.monotonic() - t < 11:  # the host sits in one long poll meanwhile
+        time.sleep(0.5)
+    assert status(d)["pid"] == s["pid"]
+    out, err, _ = private(fake.url, rt)
+    assert out == ISOLATED and LENT in err, err
+
+
+def test_an_identitys_first_session_takes_a_pooled_sandbox(fake, rt):
+    """The identity's session host is new (its own fork server still
+    imports): its first session's sandbox is lent by the user's sandbox
+    host, and keeps its state across program runs like any session's."""
+    d = warm_host(fake.url, rt)
+    ask(fake.url, "x = 41", key="sk-carol", session="s", rt=rt)
+    assert status(d)["lent_total"] == 1 and status(d)["lent"] == 1
+    r = ask(fake.url, "import os\nprint(x + 1, os.getuid())", key="sk-carol", session="s",
+            rt=rt)
+    assert logs(r) == "42 1000\n"
+    # another identity's first session: a sandbox of its own, none of carol's
+    r = ask(fake.url, "print(globals().get('x'))", key="sk-dave", session="s", rt=rt)
+    assert logs(r) == "None\n"
+    assert status(d)["lent_total"] == 2
+
+
+def test_a_keys_session_host_keeps_no_fork_server_of_its_own(fake, rt):
+    """Where the user's sandbox host lends, an identity's session host is
+    the host process and its sessions only: no bubblewrap, no fork server
+    importing the data libraries again for each key."""
+    from test_sessions import supervisors
+    d = warm_host(fake.url, rt)
+    for key in ("sk-erin", "sk-frank"):
+        for s in ("a", "b"):
+            assert logs(ask(fake.url, "print(1)", key=key, session=s, rt=rt)) == "1\n"
+    hosts = supervisors(rt, "*/hosts/*/pid")
+    assert len(hosts) == 2
+    sessions = set(supervisors(rt))
+    assert len(sessions) == 4
+    for h in hosts:
+        assert wait_for(lambda: descendants(h) <= sessions), descendants(h)
+    assert status(d)["lent"] == 4  # every session's sandbox is the sandbox host's

@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 # in the static TLS block, and it needs no __tls_get_addr (which would make
 # it NEED ld.so, moving ld.so up the host's symbol scope; see SO_LIBS).
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DCURL_DISABLE_DEPRECATION -fPIC -fvisibility=hidden $(WARN) \
-              -ftls-model=initial-exec -Ishim -Ishim/sandbox -I$(BUILD)/gen $(CFLAGS)
+              -ftls-model=initial-exec -Ishim -I$(BUILD)/gen $(CFLAGS)
 # Header dependencies: every compile writes a .d beside its output (-MMD;
 # -MP: a removed header is no error), included at the end of this file.
 DEPFLAGS := -MMD -MP
@@ -35,22 +35,22 @@ SO_LIBS := -Wl,--exclude-libs,libseccomp.a:libnettle.a:libyaml.a -Wl,-Bstatic -l
 # definition of each cJSON function (generated from cJSON.h), which loads
 # libcjson.so.1 RTLD_LOCAL on the first call (real.c).
 SO_ONLY_OBJ := $(BUILD)/gen/cjson_lazy.o
-$(BUILD)/gen/cjson_lazy.c: /usr/include/cjson/cJSON.h shim/cjson_lazy.py
+$(BUILD)/gen/cjson_lazy.c: /usr/include/cjson/cJSON.h shim/system/cjson_lazy.py
 	@mkdir -p $(dir $@)
-	$(PYTHON) -I -B shim/cjson_lazy.py $< $@.tmp
+	$(PYTHON) -I -B shim/system/cjson_lazy.py $< $@.tmp
 	@mv $@.tmp $@
 
 # Every .c under shim/ is part of the library; preload.c is the boundary
 # (the only file defining curl_* and dlopen), kept out of the unit-test
 # archive so tests link the engines without interposing anything.
-SHIM_SRC := $(wildcard shim/*.c shim/sandbox/*.c)
+SHIM_SRC := $(wildcard shim/*/*.c shim/*/*/*.c)
 GEN_SRC :=
 include shim/sandbox/sandbox.mk
 include cli/cli.mk
 include bench/bench.mk
 SHIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(SHIM_SRC)) \
             $(patsubst %.c,%.o,$(GEN_SRC))
-CORE_OBJ := $(filter-out $(BUILD)/obj/shim/preload.o,$(SHIM_OBJ))
+CORE_OBJ := $(filter-out $(BUILD)/obj/shim/curl/preload.o,$(SHIM_OBJ))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -84,11 +84,11 @@ $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 # small stack: its code, spawn_child.c, is built with -fno-plt, so its
 # calls go through GOT slots the loader fills at load time, before anything
 # runs (some twenty: the parent's side in spawn.c binds lazily).
-$(BUILD)/obj/shim/sandbox/spawn_child.o: ALL_CFLAGS += -fno-plt
+$(BUILD)/obj/shim/sandbox/local/spawn_child.o: ALL_CFLAGS += -fno-plt
 # The version script and the export check are made from the one list of
-# interposed functions, shim/symbols.h.
+# interposed functions, shim/system/symbols.h.
 MAP := $(BUILD)/gen/codeshim.map
-$(MAP): shim/codeshim.map.in shim/symbols.h
+$(MAP): shim/system/codeshim.map.in shim/system/symbols.h
 	@mkdir -p $(dir $@)
 	$(CC) -E -P -x c -Ishim $< -o $@.tmp
 	@mv $@.tmp $@
@@ -157,14 +157,14 @@ sandbox: $(SANDBOX_BIN)
 	@set -e; for t in $(SANDBOX_BIN); do echo "== $$t"; $$t; done
 
 exports: $(BUILD)/libcodeshim.so
-	@CC="$(CC)" tests/tools/check_exports.sh $(BUILD)/libcodeshim.so shim/symbols.h
+	@CC="$(CC)" tests/tools/check_exports.sh $(BUILD)/libcodeshim.so shim/system/symbols.h
 
 # The layer table in doc/ARCHITECTURE.md, enforced on the objects (nm) and
 # the includes: no call or include upwards, no two files in a circle.
 layers: $(SHIM_OBJ)
 	@$(PYTHON) tests/tools/check_layers.py doc/ARCHITECTURE.md $(BUILD)/obj .
 
-# The copies of the settings table (shim/settings.c) in the README's
+# The copies of the settings table (shim/system/settings.c) in the README's
 # configuration table and the man page's ENVIRONMENT section: a row for
 # every setting with the table's default and range
 # (tests/tools/check_settings_docs.py); and no comment pointing outside

@@ -22,9 +22,9 @@
  *   idle memory      Private_Clean + Private_Dirty (smaps_rollup) of a
  *                    forked sandbox's processes after one execution, idle
  * Measured, never asserted. */
-#include "config.h"
-#include "local_zygote.h"
-#include "sandbox.h"
+#include "sandbox/local/local_zygote.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include <dirent.h>
 #include <stdio.h>

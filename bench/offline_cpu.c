@@ -4,8 +4,8 @@
  * does with the body it is sent (parse it, reply, print the reply).
  *
  *   offline_cpu BODYFILE N     prints "<median ms> <p25> <p75>" */
-#include "json.h"
-#include "offline.h"
+#include "api/offline.h"
+#include "base/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,9 +20,9 @@
  * spare's start included), as a program is while the model answers.
  * Prints median, interquartile range, min and max in milliseconds. Measured,
  * never asserted. */
-#include "config.h"
-#include "local_spare.h"
-#include "sandbox.h"
+#include "sandbox/local/local_spare.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,11 +7,11 @@
  * Exit 0 when code ran isolated, 1 otherwise. */
 #include "check.h"
 
-#include "cgroup.h"
-#include "config.h"
-#include "e2b_int.h"
-#include "fileio.h"
-#include "sandbox.h"
+#include "base/fileio.h"
+#include "sandbox/e2b/e2b_int.h"
+#include "sandbox/local/cgroup.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

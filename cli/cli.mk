@@ -19,7 +19,7 @@ CLI_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 CLI_BIN := $(BUILD)/codeshim
 CLI_MAN := doc/codeshim.1
 # Recursive (=) so WARN and CFLAGS may be set after the include line.
-CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Ishim -Ishim/sandbox \
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Ishim \
              -DCODESHIM_VERSION='"$(CODESHIM_VERSION)"' $(CFLAGS)
 
 # Its objects (headers tracked by the top Makefile's DEPFLAGS), with its

@@ -13,8 +13,8 @@
 #include "sessions.h"
 #include "trace.h"
 
-#include "fileio.h"
-#include "settings.h"
+#include "base/fileio.h"
+#include "system/settings.h"
 
 #include <errno.h>
 #include <limits.h>

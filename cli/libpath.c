@@ -2,7 +2,7 @@
  * libpath.h. */
 #include "libpath.h"
 
-#include "fileio.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -11,12 +11,12 @@
  * sessions' sandboxes among them. */
 #include "sessions.h"
 
-#include "clock.h"
-#include "config.h"
-#include "proto.h"
-#include "session.h"
-#include "fileio.h"
-#include "store.h"
+#include "base/clock.h"
+#include "base/fileio.h"
+#include "session/proto.h"
+#include "session/session.h"
+#include "store/store.h"
+#include "system/config.h"
 
 #include <dirent.h>
 #include <errno.h>

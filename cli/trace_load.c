@@ -7,7 +7,7 @@
  * A bad line is counted and skipped, never fatal. */
 #include "trace_model.h"
 
-#include "json.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <search.h>

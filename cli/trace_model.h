@@ -9,7 +9,7 @@
 
 #include "trace.h"
 
-#include "buf.h"
+#include "base/buf.h"
 
 #include <limits.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* accept.c - see sessiond.h: the connections accepted but not yet read
  * from, polled together, so that a peer that connects and sends nothing
  * holds a slot, never the process. */
-#include "clock.h"
+#include "base/clock.h"
 #include "sessiond.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * settings: the long-lived process of codeshim-sessiond.
  *
  * - Where: DIR = <identity dir>/hosts/<settings>, DIR/sock and DIR/pid;
- *   started by the library (shim/session.c) when a session is to start
+ *   started by the library (shim/session/session.c) when a session is to start
  *   and no host answers there. One per identity and settings: nothing of
  *   it (its fork server, its spare) ever serves another identity.
  * - What: it keeps the fork server of these settings and a warm spare
@@ -34,15 +34,15 @@
  *   <runtime>/hosts/<settings>-<build>): it opens no session; it keeps a
  *   pool of forked sandboxes (pool.c) and lends one for each
  *   {"op":"take"}, and it stays while any lent one lives. */
-#include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "proto.h"
-#include "sandbox.h"
-#include "session.h"
+#include "base/clock.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "sandbox/sandbox.h"
+#include "session/proto.h"
+#include "session/session.h"
 #include "sessiond.h"
-#include "fileio.h"
-#include "store.h"
+#include "store/store.h"
+#include "system/config.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -8,9 +8,10 @@
  * supervisor ends everything when the program closes the one it got (or
  * exits); the host notices that on the sandbox's life socket and closes
  * it here, which removes its cgroup. */
-#include "log.h"
-#include "proto.h"
-#include "sandbox.h"
+#include "base/frame.h"
+#include "base/log.h"
+#include "sandbox/sandbox.h"
+#include "session/proto.h"
 #include "sessiond.h"
 
 #include <errno.h>
@@ -76,7 +77,7 @@ void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm)
 
     if (ans && p->nlent < SESSIOND_LENT)
         sb = take(p, warm, &sfd, &pid);
-    if (sb && shim_proto_send_byte(fd, 'S', sfd) == 0) {
+    if (sb && shim_frame_send_byte(fd, 'S', sfd) == 0) {
         p->lent[p->nlent++] = sb;
         p->lent_total++;
         cJSON_AddTrueToObject(ans, "ok");
@@ -93,7 +94,7 @@ void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm)
             cJSON_AddStringToObject(ans, "error", warm == 0 ? "the fork server is starting"
                                                             : "no sandbox can be had");
         }
-        shim_proto_send_byte(fd, 'N', -1);
+        shim_frame_send_byte(fd, 'N', -1);
     }
     if (sfd >= 0)
         close(sfd); /* the program's copy is the only one now */

@@ -16,16 +16,16 @@
  * holds it (its own socket is not there any more). It touches DIR on
  * every use: the library's LRU cap reads that; DIR/pid is this process,
  * the one to signal for this session alone; DIR/ttl its idle limit. */
-#include "base64.h"
-#include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "proto.h"
-#include "sandbox.h"
-#include "session.h"
+#include "base/base64.h"
+#include "base/clock.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "sandbox/sandbox.h"
+#include "session/proto.h"
+#include "session/session.h"
 #include "sessiond.h"
-#include "fileio.h"
-#include "store.h"
+#include "store/store.h"
+#include "system/config.h"
 
 #include <errno.h>
 #include <fcntl.h>

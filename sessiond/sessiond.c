@@ -6,17 +6,17 @@
  * <SETTINGS>-<BUILD>, sessiond/pool.c), which refuses to start unless
  * BUILD is its own (shim_session_build of its executable).
  *
- * Started by the library (shim/session.c) when a session is to start and
+ * Started by the library (shim/session/session.c) when a session is to start and
  * no host answers in DIR (<identity dir>/hosts/<settings>). It refuses to
  * start unless the program's CODESHIM_* settings it inherited have the
  * fingerprint SETTINGS (the one its sessions are named after, session.h).
  * It daemonises (its first process exits once the socket listens, so the
  * program never holds a zombie) and runs the host (host.c), which forks a
  * process for each session (serve.c). */
-#include "config.h"
-#include "log.h"
-#include "session.h"
+#include "base/log.h"
+#include "session/session.h"
 #include "sessiond.h"
+#include "system/config.h"
 
 #include <signal.h>
 #include <stdio.h>

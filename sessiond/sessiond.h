@@ -4,7 +4,7 @@
 #ifndef SESSIOND_H
 #define SESSIOND_H
 
-#include "config.h"
+#include "system/config.h"
 
 #include <signal.h>
 #include <stdint.h>

@@ -7,13 +7,13 @@
  * line listing its files ("[files in /mnt/data: a.csv, plot.png]", at most
  * FILES_LINE bytes), so the model can refer to them. These lines come
  * after the cut: the model always learns of them. */
-#include "clock.h"
-#include "config.h"
-#include "ids.h"
-#include "log.h"
-#include "sandbox.h"
-#include "sandbox_int.h"
-#include "text.h"
+#include "base/clock.h"
+#include "base/ids.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_int.h"
+#include "system/config.h"
 
 #include <errno.h>
 #include <pthread.h>

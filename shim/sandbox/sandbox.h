@@ -12,9 +12,9 @@
 #ifndef SHIM_SANDBOX_H
 #define SHIM_SANDBOX_H
 
-#include "http.h"
-#include "result.h"
-#include "tag.h"
+#include "api/result.h"
+#include "sandbox/tag.h"
+#include "system/http.h"
 
 #include <stddef.h>
 

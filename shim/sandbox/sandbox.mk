@@ -11,7 +11,7 @@ $(BUILD)/gen/worker_py.c: shim/sandbox/worker.py shim/sandbox/embed.py shim/sand
 	@mv $@.tmp $@
 
 # The e2b backend's own cells (e2b.c), kept as Python files.
-E2B_CELLS := $(wildcard shim/sandbox/e2b_*.py)
+E2B_CELLS := $(wildcard shim/sandbox/e2b/e2b_*.py)
 GEN_SRC += $(BUILD)/gen/e2b_cells.c
 
 $(BUILD)/gen/e2b_cells.c: $(E2B_CELLS) shim/sandbox/embed.py shim/sandbox/sandbox.mk

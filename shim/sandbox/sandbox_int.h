@@ -6,8 +6,8 @@
 #ifndef SHIM_SANDBOX_INT_H
 #define SHIM_SANDBOX_INT_H
 
-#include "result.h"
-#include "tag.h"
+#include "api/result.h"
+#include "sandbox/tag.h"
 
 struct shim_config;
 struct shim_http_net;

@@ -20,7 +20,7 @@ ASAN_CFLAGS := $(filter-out -O0 -O1 -O2 -O3 -Os -Og,$(ALL_CFLAGS)) -O1 -g $(SAN_
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0
 
-ASAN_SRC := $(filter-out shim/preload.c,$(SHIM_SRC))
+ASAN_SRC := $(filter-out shim/curl/preload.c,$(SHIM_SRC))
 ASAN_OBJ := $(patsubst %.c,$(ASAN_DIR)/obj/%.o,$(ASAN_SRC)) \
             $(patsubst $(BUILD)/gen/%.c,$(ASAN_DIR)/gen/%.o,$(GEN_SRC))
 ASAN_LIB := $(ASAN_DIR)/libcodeshim_core.a
@@ -30,7 +30,7 @@ ASAN_UNIT_BIN := $(patsubst tests/unit/%.c,$(ASAN_DIR)/tests/%,$(UNIT_SRC)) \
 .PHONY: asan fuzz fuzz-short fuzz-replay fuzz-build clean-asan clean-fuzz
 
 # Objects depend on this file too: it holds their flags.
-$(ASAN_DIR)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) tests/fuzz/fuzz.mk | $(GEN_SRC)
+$(ASAN_DIR)/obj/%.o: %.c $(wildcard shim/*/*.h shim/*/*/*.h) tests/fuzz/fuzz.mk | $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CFLAGS) -c $< -o $@
 
@@ -94,7 +94,7 @@ FUZZ_FLAGS = -timeout=20 -rss_limit_mb=2048 -max_len=$(FUZZ_MAX_LEN) \
              -artifact_prefix=$(FUZZ_DIR)/crashes/$(1)/ -print_final_stats=1
 FUZZ_SEEDS = $(wildcard tests/fuzz/corpus/$(1) tests/fuzz/crashes/$(1))
 
-$(FUZZ_DIR)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) tests/fuzz/fuzz.mk | $(GEN_SRC)
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard shim/*/*.h shim/*/*/*.h) tests/fuzz/fuzz.mk | $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
@@ -109,7 +109,7 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 # The harnesses and their checks are compiled without coverage: only the
 # engines' edges guide libFuzzer (and the checks cost less).
 $(FUZZ_DIR)/harness/%.o: tests/fuzz/%.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz.mk \
-                         $(wildcard shim/*.h shim/sandbox/*.h)
+                         $(wildcard shim/*/*.h shim/*/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fvisibility=default -Itests/fuzz -c $< -o $@
 

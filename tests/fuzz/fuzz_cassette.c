@@ -13,9 +13,9 @@
  * build directory. */
 #include "fuzz_common.h"
 
-#include "cassette.h"
-#include "json.h"
-#include "sha256.h"
+#include "base/json.h"
+#include "base/sha256.h"
+#include "store/cassette.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,10 +2,10 @@
  * harnesses share, and the sanitizers' defaults for every harness. */
 #include "fuzz_common.h"
 
-#include "sink.h"
-#include "json.h"
-#include "offline.h"
-#include "stream.h"
+#include "api/offline.h"
+#include "api/stream.h"
+#include "base/json.h"
+#include "curl/sink.h"
 
 #include <errno.h>
 #include <stdarg.h>

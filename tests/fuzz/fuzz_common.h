@@ -8,9 +8,9 @@
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
 
-#include "buf.h"
-#include "classify.h"
-#include "conv.h"
+#include "api/classify.h"
+#include "api/conv.h"
+#include "base/buf.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

@@ -6,10 +6,10 @@
  * body and in order, citations inside the text and in order, names safe. */
 #include "fuzz_common.h"
 
-#include "cite.h"
-#include "confile.h"
-#include "multipart.h"
-#include "text.h"
+#include "api/cite.h"
+#include "api/multipart.h"
+#include "base/confile.h"
+#include "base/text.h"
 
 #include <errno.h>
 #include <stdlib.h>

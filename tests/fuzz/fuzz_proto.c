@@ -9,7 +9,7 @@
  * shim_proto_result_to_json turns it back into strict JSON. */
 #include "fuzz_common.h"
 
-#include "proto.h"
+#include "session/proto.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * (built-in ones when there are none). */
 #include "fuzz_common.h"
 
-#include "offline.h"
-#include "responses.h"
+#include "api/offline.h"
+#include "api/responses.h"
 
 #include <stdio.h>
 #include <stdlib.h>

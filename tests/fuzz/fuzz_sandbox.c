@@ -1,5 +1,5 @@
 /* fuzz_sandbox.c - libFuzzer harness: the frames the local sandbox's
- * supervisor sends back (shim/sandbox/local_chan.c). Code inside the
+ * supervisor sends back (shim/sandbox/local/local_chan.c). Code inside the
  * sandbox may take the supervisor over, so its frames are untrusted.
  * shim_local_recv_frame reads the input as the control socket's byte
  * stream (over a socketpair whose writer has hung up: no sandbox is
@@ -10,7 +10,7 @@
  * tail. */
 #include "fuzz_common.h"
 
-#include "local_int.h"
+#include "sandbox/local/local_int.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

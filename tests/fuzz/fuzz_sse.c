@@ -9,10 +9,10 @@
  * stream (both APIs) whose output must be well-framed SSE. */
 #include "fuzz_common.h"
 
-#include "argcode.h"
-#include "live.h"
-#include "sse.h"
-#include "stream.h"
+#include "api/argcode.h"
+#include "api/live.h"
+#include "api/sse.h"
+#include "api/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  * the request and as a reply, next to built-in partners. */
 #include "fuzz_common.h"
 
-#include "stream.h"
+#include "api/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>

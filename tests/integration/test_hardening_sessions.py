@@ -95,9 +95,9 @@ def small_frame_sessiond(tmp_path_factory):
         pytest.fail("%s is missing: run `make` first" % core)
     libs = subprocess.run(["make", "-s", "--no-print-directory", "print-libs"], cwd=REPO,
                           check=True, capture_output=True, text=True).stdout.split()
-    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Ishim", "-Ishim/sandbox",
+    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Ishim",
                     "-DSHIM_PROTO_MAX=(1u<<20)"] + sorted(str(p) for p in (REPO / "sessiond").glob("*.c")) +
-                   ["shim/proto.c", str(core)] + libs + ["-o", str(out)],
+                   ["shim/session/proto.c", str(core)] + libs + ["-o", str(out)],
                    cwd=REPO, check=True)
     return out
 

@@ -2,7 +2,7 @@
 node (about 80 bytes) per value of a byte or two: a 6 MB array of zeros
 grew the curl process by about 500 MB. Every JSON text codeshim reads is
 measured before a tree is built, against a budget of 262,144 values nested
-at most 128 deep (shim/json.h):
+at most 128 deep (shim/base/json.h):
 
 * the program's request past it gets an OpenAI 400 error and is never sent;
 * an upstream answer past it fails the transfer (CURLE_FILESIZE_EXCEEDED,

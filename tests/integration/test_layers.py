@@ -27,19 +27,20 @@ def test_the_library_keeps_its_layers(tmp_path):
 
 
 def test_an_upward_call_fails(tmp_path):
-    # loop.c demoted to the base layer: every engine it calls is above it
-    text = TABLE.read_text().replace("`shim/loop.c` ", "")
-    text = text.replace("| 0 | base | ", "| 0 | base | `shim/loop.c` ")
+    # loop.c demoted to the base layer (a row of its own wins over its
+    # folder's): every engine it calls is above it
+    text = TABLE.read_text().replace("| 0 | base | ", "| 0 | base | `shim/curl/loop.c` ")
     rc, out = check(text, tmp_path)
     assert rc == 1
-    assert re.search(r"shim/loop\.c \(layer 0 base\) calls shim/\S+ \(layer \d", out), out
-    assert re.search(r"shim/loop\.c \(layer 0 base\) includes", out), out
+    assert re.search(r"shim/curl/loop\.c \(layer 0 base\) calls shim/\S+ \(layer \d", out), out
+    assert re.search(r"shim/curl/loop\.c \(layer 0 base\) includes", out), out
 
 
 def test_a_file_missing_from_the_table_fails(tmp_path):
-    text = TABLE.read_text().replace("`shim/text.c` ", "")
+    # a folder without a row: each of its files is unplaced
+    text = TABLE.read_text().replace("`shim/base/`", "")
     rc, out = check(text, tmp_path)
-    assert rc == 1 and "shim/text.c: not in the layer table" in out, out
+    assert rc == 1 and "shim/base/text.c: not in the layer table" in out, out
 
 
 def test_a_circle_fails(tmp_path):
@@ -101,8 +102,10 @@ def test_a_second_copy_of_a_job_fails(tmp_path):
         assert rc == 1, (name, out)
         assert f"shim/x.c:4: {what}" in out, (name, out)
         # in its home, the same line is no copy
-        home = {"url": "url.c", "query": "url.c", "hex": "sha256.c", "tag": "sha256.c",
-                "join": "fileio.c", "read": "fileio.c"}.get(name, "clock.h")
+        home = {"url": "system/url.c", "query": "system/url.c", "hex": "base/sha256.c",
+                "tag": "base/sha256.c", "join": "base/fileio.c",
+                "read": "base/fileio.c"}.get(name, "base/clock.h")
+        (root / "shim" / home).parent.mkdir(exist_ok=True)
         (root / "shim" / "x.c").rename(root / "shim" / home)
         rc, out = homes(root)
         assert rc == 0, (name, out)

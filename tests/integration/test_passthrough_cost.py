@@ -78,5 +78,5 @@ def test_the_clone_vm_child_never_meets_the_lazy_resolver():
     """spawn.c's child (spawn_child.c) shares the host's memory on a 64 KB
     stack: every function it calls must be bound before it runs, by -z now
     or through GOT slots the loader fills at load time (-fno-plt)."""
-    spawn = REPO / "build" / "obj" / "shim" / "sandbox" / "spawn_child.o"
+    spawn = REPO / "build" / "obj" / "shim" / "sandbox" / "local" / "spawn_child.o"
     assert bind_now(LIB) or not plt_calls(spawn), sorted(plt_calls(spawn))

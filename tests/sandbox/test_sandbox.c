@@ -8,8 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include <dirent.h>
 #include <errno.h>

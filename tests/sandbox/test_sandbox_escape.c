@@ -15,8 +15,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include "test_sandbox_util.h"
 

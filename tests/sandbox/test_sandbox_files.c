@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 #include "test_sandbox_util.h"
 
 #include <signal.h>

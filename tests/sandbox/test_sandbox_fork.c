@@ -11,10 +11,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "log.h"
-#include "local_zygote.h"
-#include "sandbox.h"
+#include "base/log.h"
+#include "sandbox/local/local_zygote.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include "test_sandbox_util.h"
 

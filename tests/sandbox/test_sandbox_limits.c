@@ -16,9 +16,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "cgroup.h"
-#include "config.h"
-#include "sandbox.h"
+#include "sandbox/local/cgroup.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include "test_sandbox_util.h"
 

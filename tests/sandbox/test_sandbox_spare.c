@@ -13,9 +13,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "local_spare.h"
-#include "sandbox.h"
+#include "sandbox/local/local_spare.h"
+#include "sandbox/sandbox.h"
+#include "system/config.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,12 +1,12 @@
 #!/bin/sh
 # check_exports.sh LIB [SYMBOLS_H]: fails unless LIB exports exactly the
-# interposed functions listed in SYMBOLS_H (shim/symbols.h, read through
+# interposed functions listed in SYMBOLS_H (shim/system/symbols.h, read through
 # the C preprocessor, $CC or cc) plus dlopen, each curl one once per
 # libcurl build version: every other export would interpose on the host
 # program.
 set -eu
 lib=${1:-build/libcodeshim.so}
-list=${2:-shim/symbols.h}
+list=${2:-shim/system/symbols.h}
 names=$(printf '#include "%s"\n#define NAME(name, field, ret, params) name\nSHIM_EASY_SYMBOLS(NAME) SHIM_MULTI_SYMBOLS(NAME)\n' \
             "$(cd "$(dirname "$list")" && pwd)/$(basename "$list")" |
         ${CC:-cc} -E -P -x c - | tr ' ' '\n' | grep . | sort -u)

@@ -3,11 +3,11 @@
 
 Each job below is written once, in its home; this check fails when a
 second copy appears anywhere else in the C sources (shim/, sessiond/,
-cli/): a URL split by hand instead of through shim/url.c (libcurl's own
+cli/): a URL split by hand instead of through shim/system/url.c (libcurl's own
 curl_url), a SHA-256 digest turned into hex or a tagged name hashed by
-hand instead of shim/sha256.c, a path joined or a file read under a cap
-by hand instead of shim/fileio.c, the wall clock read anywhere but
-shim/clock.h.
+hand instead of shim/base/sha256.c, a path joined or a file read under a cap
+by hand instead of shim/base/fileio.c, the wall clock read anywhere but
+shim/base/clock.h.
 
 Usage: check_homes.py REPO  (prints "homes: ok" or each copy found,
 file:line: what, and exits 1)."""
@@ -18,19 +18,19 @@ import sys
 
 # (what, home files, pattern on the source with comments removed)
 JOBS = [
-    ("a URL split by hand (use url.h: libcurl's curl_url)", {"shim/url.c"},
+    ("a URL split by hand (use url.h: libcurl's curl_url)", {"shim/system/url.c"},
      re.compile(r'\b(?:strstr|strncmp|memcmp|memmem)\s*\([^;]*"://"'
                 r'|\bstrcspn\s*\(\s*[^,;()]+,\s*"[^"]*[?#][^"]*"\s*\)'
                 r'|\bstrspn\s*\(\s*url\b')),
-    ("a SHA-256 digest made hex by hand (use sha256.h)", {"shim/sha256.c", "shim/text.c", "shim/text.h"},
+    ("a SHA-256 digest made hex by hand (use sha256.h)", {"shim/base/sha256.c", "shim/base/text.c", "shim/base/text.h"},
      re.compile(r'\bshim_text_hex\s*\(|"%02x"')),
-    ("a tagged name hashed by hand (use shim_sha256_tagged_hex)", {"shim/sha256.c"},
+    ("a tagged name hashed by hand (use shim_sha256_tagged_hex)", {"shim/base/sha256.c"},
      re.compile(r'shim_sha256_update\s*\([^;]*\btag\b[^;]*strlen\s*\(\s*tag\s*\)\s*\+\s*1')),
-    ("a path joined by hand (use shim_fileio_join)", {"shim/fileio.c"},
+    ("a path joined by hand (use shim_fileio_join)", {"shim/base/fileio.c"},
      re.compile(r'\bsnprintf\s*\([^;]*"%s/%s(?:/%s)?"')),
-    ("a capped read loop by hand (use fileio.h)", {"shim/fileio.c"},
+    ("a capped read loop by hand (use fileio.h)", {"shim/base/fileio.c"},
      re.compile(r'\bread\s*\(\s*\w+\s*,\s*[\w>.-]+\s*\+\s*\w+')),
-    ("the wall clock read by hand (use clock.h)", {"shim/clock.h"},
+    ("the wall clock read by hand (use clock.h)", {"shim/base/clock.h"},
      re.compile(r'\btime\s*\(\s*(?:NULL|0|&\w+)\s*\)|\bgettimeofday\s*\(|\bCLOCK_REALTIME\b')),
 ]
 

@@ -9,6 +9,7 @@ Two graphs are checked, each between source files:
   symbol that file B defines;
 - includes, from `#include "x.h"` lines (x.h belongs to x.c's file, or to
   the layer the table gives the header itself).
+The table names folders (`shim/base/`); a file is of its folder's layer.
 A file may use only files of its own layer or lower ones, and no two files
 may reach each other (a circle, even inside one layer). Every library file
 must appear in the table, so a new file has to be given its place."""
@@ -152,10 +153,18 @@ def circles(edges):
 
 
 def layer_of(layers, f):
+    """A file's layer: its own row, else its folder's (a row naming a
+    folder, `shim/x/`, holds every file below it but those of a deeper
+    folder with a row of its own)."""
     if f in layers:
         return layers[f]
     if f.endswith(".h") and f[:-2] + ".c" in layers:
         return layers[f[:-2] + ".c"]
+    d = os.path.dirname(f)
+    while d:
+        if d + "/" in layers:
+            return layers[d + "/"]
+        d = os.path.dirname(d)
     return None
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """check_settings_docs.py DUMP README.md MANPAGE - the README's configuration
 table and the man page's ENVIRONMENT section against the library's one table
-of settings (shim/settings.c, printed by build/tools/settings_dump as DUMP).
+of settings (shim/system/settings.c, printed by build/tools/settings_dump as DUMP).
 
 README: one row per setting (two settings may share a row, `A` / `B`, when
 they take the same values), no row for a name the table lacks but the

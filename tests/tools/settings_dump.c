@@ -4,7 +4,7 @@
  * CODESHIM_CONFIG sandbox, help. tests/tools/check_settings_docs.py reads
  * it to check the README's configuration table and the man page's
  * ENVIRONMENT section against the table (`make docs-check`). */
-#include "settings.h"
+#include "system/settings.h"
 
 #include <stdio.h>
 

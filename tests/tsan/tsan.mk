@@ -40,7 +40,7 @@ TSAN_SHORT ?= tests/integration/test_multi.py -k "event_loops or remove_mid or c
 
 .PHONY: tsan tsan-short tsan-build clean-tsan
 
-$(TSAN_DIR)/obj/%.o: %.c $(wildcard shim/*.h shim/sandbox/*.h) tests/tsan/tsan.mk | $(GEN_SRC)
+$(TSAN_DIR)/obj/%.o: %.c $(wildcard shim/*/*.h shim/*/*/*.h) tests/tsan/tsan.mk | $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(TSAN_CFLAGS) -c $< -o $@
 
@@ -51,7 +51,7 @@ $(TSAN_DIR)/gen/%.o: $(BUILD)/gen/%.c tests/tsan/tsan.mk
 # spawn_child.c runs in a CLONE_VM child that shares the host's memory
 # but is no thread TSan knows: it is built without instrumentation (as
 # in the library, with -fno-plt).
-$(TSAN_DIR)/obj/shim/sandbox/spawn_child.o: TSAN_CFLAGS := $(filter-out -fsanitize=thread,$(TSAN_CFLAGS)) -fno-plt
+$(TSAN_DIR)/obj/shim/sandbox/local/spawn_child.o: TSAN_CFLAGS := $(filter-out -fsanitize=thread,$(TSAN_CFLAGS)) -fno-plt
 
 $(TSAN_LIB): $(TSAN_OBJ) $(MAP) $(SESSIOND)
 	$(CC) -shared -fsanitize=thread -o $@ $(TSAN_OBJ) -Wl,--version-script=$(MAP) \

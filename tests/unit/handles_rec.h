@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "handles.h"
+#include "curl/handles.h"
 
 #define H(x) ((CURL *)(uintptr_t)(x))
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "settings.h"
+#include "system/settings.h"
 
 static inline int scratch_rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "argcode.h"
-#include "buf.h"
-#include "conv.h"
+#include "api/argcode.h"
+#include "api/conv.h"
+#include "base/buf.h"
 
 /* Decodes args fed as pieces split at cut (cut > len: byte by byte);
  * checks that every prefix sent as a delta ends on a UTF-8 boundary and

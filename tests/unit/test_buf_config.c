@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "config.h"
-#include "ids.h"
-#include "log.h"
+#include "base/buf.h"
+#include "base/ids.h"
+#include "base/log.h"
+#include "system/config.h"
 
 static void buf_cap(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_capi.c - shim/capi.c: which Containers API call a transfer is, and
+/* test_capi.c - shim/api/capi.c: which Containers API call a transfer is, and
  * the pagination of its lists. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capi.h"
+#include "api/capi.h"
 
 #define CID "cntr_0123456789abcdef"
 #define FID "cfile_0123456789abcdef"

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "scratch.h"
-#include "cassette.h"
-#include "json.h"
+#include "store/cassette.h"
 
 static char g_dir[512]; /* this test's directory */
 static char g_rec[600]; /* g_dir/rec: the cassette directory, made by save */

@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/identity.h"
+#include "base/json.h"
 #include "scratch.h"
-#include "chain.h"
-#include "config.h"
-#include "identity.h"
-#include "json.h"
+#include "store/chain.h"
+#include "system/config.h"
 
 static char g_dir[512];
 static struct shim_config g_cfg;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv.h"
-#include "json.h"
+#include "api/conv.h"
+#include "base/json.h"
 
 static cJSON *J(const char *s)
 {

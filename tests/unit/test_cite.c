@@ -1,4 +1,4 @@
-/* test_cite.c - shim/cite.c: finding sandbox:/mnt/data links in text. */
+/* test_cite.c - shim/api/cite.c: finding sandbox:/mnt/data links in text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cite.h"
+#include "api/cite.h"
 
 static struct shim_cite c[8];
 

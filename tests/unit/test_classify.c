@@ -6,9 +6,9 @@
 
 #include <string.h>
 
-#include "classify.h"
-#include "text.h"
-#include "json.h"
+#include "api/classify.h"
+#include "base/json.h"
+#include "base/text.h"
 
 static void url_paths(void **state)
 {

@@ -8,7 +8,7 @@
 
 #include <time.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 static void wall_clock(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_confile.c - shim/confile.c: the config file's shape, and every way
+/* test_confile.c - shim/base/confile.c: the config file's shape, and every way
  * a file can be wrong giving a message with its line, never a crash. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "confile.h"
+#include "base/confile.h"
 
 static struct shim_confile f;
 static char err[512];

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "conv.h"
-#include "responses.h"
-#include "json.h"
+#include "api/conv.h"
+#include "api/responses.h"
+#include "base/buf.h"
+#include "base/json.h"
 
 static cJSON *J(const char *s)
 {

@@ -19,8 +19,8 @@
 #include <time.h>
 
 #include "scratch.h"
-#include "config.h"
-#include "cstore.h"
+#include "store/cstore.h"
+#include "system/config.h"
 
 #define ME "11111111111111111111111111111111"
 #define OTHER "22222222222222222222222222222222"

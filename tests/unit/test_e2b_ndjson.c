@@ -1,6 +1,6 @@
-/* test_e2b_ndjson.c - shim/sandbox/e2b_ndjson.c: e2b's /execute NDJSON
+/* test_e2b_ndjson.c - shim/sandbox/e2b/e2b_ndjson.c: e2b's /execute NDJSON
  * lines made a result like the local backend's. (Retry-After is
- * libcurl's to parse: shim/http.c reads CURLINFO_RETRY_AFTER.) */
+ * libcurl's to parse: shim/system/http.c reads CURLINFO_RETRY_AFTER.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "e2b_ndjson.h"
+#include "sandbox/e2b/e2b_ndjson.h"
 
 static void feed(struct shim_e2b_ndjson *p, const char *const *lines)
 {

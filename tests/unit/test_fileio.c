@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 #include "scratch.h"
-#include "store.h"
+#include "store/store.h"
 
 static char dir[256];
 

@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "clock.h"
-#include "frame.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/frame.h"
 
 static void pair(int sv[2])
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handles.h"
+#include "curl/handles.h"
 #include "handles_rec.h"
 
 static size_t dummy_write(char *p, size_t s, size_t n, void *u)

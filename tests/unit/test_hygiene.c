@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "conv.h"
-#include "sink.h"
-#include "json.h"
-#include "stream.h"
+#include "api/conv.h"
+#include "api/stream.h"
+#include "base/buf.h"
+#include "base/json.h"
+#include "curl/sink.h"
 
 static cJSON *J(const char *s)
 {

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "handles.h"
-#include "identity.h"
+#include "api/identity.h"
+#include "curl/handles.h"
 
 #define ANON "anonymous"
 

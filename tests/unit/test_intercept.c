@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "curl/intercept.h"
 #include "handles_rec.h"
-#include "intercept.h"
 
 #define CI_BODY "{\"model\":\"m\",\"input\":\"hi\",\"tools\":[{\"type\":\"code_interpreter\"," \
                 "\"container\":{\"type\":\"auto\"}}]}"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv.h"
-#include "json.h"
+#include "api/conv.h"
+#include "base/json.h"
 
 /* shim_json_read's verdict on a NUL-terminated text; *key gets the key. */
 static int verdict(const char *s, char *key, size_t keysz)

@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "conv.h"
-#include "json.h"
-#include "live.h"
-#include "responses.h"
-#include "stream.h"
+#include "api/conv.h"
+#include "api/live.h"
+#include "api/responses.h"
+#include "api/stream.h"
+#include "base/buf.h"
+#include "base/json.h"
 
 struct harness {
     struct shim_stream st;

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "frame.h"
-#include "local_int.h"
+#include "base/buf.h"
+#include "base/frame.h"
+#include "sandbox/local/local_int.h"
 
 #include <cjson/cJSON.h>
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "match.h"
+#include "api/match.h"
 
 static cJSON *parse(const char *s)
 {

@@ -1,4 +1,4 @@
-/* test_multipart.c - shim/multipart.c: form-data uploads as curl -F sends
+/* test_multipart.c - shim/api/multipart.c: form-data uploads as curl -F sends
  * them, and malformed bodies refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "multipart.h"
+#include "api/multipart.h"
 
 static struct shim_part parts[4];
 static size_t n;

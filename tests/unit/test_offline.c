@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classify.h"
-#include "conv.h"
-#include "json.h"
-#include "offline.h"
+#include "api/classify.h"
+#include "api/conv.h"
+#include "api/offline.h"
+#include "base/json.h"
 
 #define HELP "This is codeshim's offline model"
 

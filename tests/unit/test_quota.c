@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "scratch.h"
-#include "config.h"
-#include "proto.h"
-#include "quota.h"
-#include "store.h"
+#include "session/proto.h"
+#include "session/quota.h"
+#include "store/store.h"
+#include "system/config.h"
 
 #define ID1 "11111111111111111111111111111111"
 #define ID2 "22222222222222222222222222222222"

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "result.h"
+#include "api/result.h"
 
 static void images_join_a_result(void **state)
 {

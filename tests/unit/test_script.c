@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "script.h"
-#include "yamljson.h"
+#include "api/script.h"
+#include "base/yamljson.h"
 
 static cJSON *yaml(const char *text, char *err)
 {

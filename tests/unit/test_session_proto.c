@@ -14,11 +14,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "identity.h"
-#include "proto.h"
-#include "session.h"
-#include "store.h"
+#include "base/frame.h"
+#include "api/identity.h"
+#include "session/proto.h"
+#include "session/session.h"
+#include "store/store.h"
+#include "system/config.h"
 
 /* ---- configuration from a list of "NAME=value" ---- */
 
@@ -458,9 +459,9 @@ static void a_byte_carries_a_descriptor(void **state)
     (void)state;
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     assert_int_equal(pipe(pv), 0);
-    assert_int_equal(shim_proto_send_byte(sv[0], 'S', pv[1]), 0);
+    assert_int_equal(shim_frame_send_byte(sv[0], 'S', pv[1]), 0);
     close(pv[1]);
-    assert_int_equal(shim_proto_recv_byte(sv[1], &b, fds, 1, &n, &pid, 1000), 0);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, &pid, 1000), 0);
     assert_int_equal(b, 'S');
     assert_int_equal(n, 1);
     assert_int_equal(pid, 0); /* no SO_PASSCRED: no credentials */
@@ -470,14 +471,14 @@ static void a_byte_carries_a_descriptor(void **state)
     assert_int_equal(read(pv[0], got, sizeof(got) - 1), 2);
     assert_string_equal(got, "ok");
     /* none sent: none received */
-    assert_int_equal(shim_proto_send_byte(sv[0], 'N', -1), 0);
-    assert_int_equal(shim_proto_recv_byte(sv[1], &b, fds, 1, &n, NULL, 1000), 0);
+    assert_int_equal(shim_frame_send_byte(sv[0], 'N', -1), 0);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, NULL, 1000), 0);
     assert_int_equal(b, 'N');
     assert_int_equal(n, 0);
     /* nothing within the time: -ETIMEDOUT; the peer gone: -ECONNRESET */
-    assert_int_equal(shim_proto_recv_byte(sv[1], &b, fds, 1, &n, NULL, 20), -ETIMEDOUT);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, NULL, 20), -ETIMEDOUT);
     close(sv[0]);
-    assert_int_equal(shim_proto_recv_byte(sv[1], &b, fds, 1, &n, NULL, 1000), -ECONNRESET);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, NULL, 1000), -ECONNRESET);
     close(sv[1]);
     close(pv[0]);
 }
@@ -490,10 +491,10 @@ static void a_descriptor_beyond_max_is_closed(void **state)
     (void)state;
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     assert_int_equal(pipe(pv), 0);
-    assert_int_equal(shim_proto_send_byte(sv[0], 'S', pv[1]), 0);
+    assert_int_equal(shim_frame_send_byte(sv[0], 'S', pv[1]), 0);
     close(pv[1]);
     /* room for none: the one that came is closed, not leaked */
-    assert_int_equal(shim_proto_recv_byte(sv[1], &b, NULL, 0, &n, NULL, 1000), 0);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, NULL, 0, &n, NULL, 1000), 0);
     assert_int_equal(n, 0);
     assert_int_equal(read(pv[0], &c, 1), 0); /* every write end is closed */
     close(pv[0]);

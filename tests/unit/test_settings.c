@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "log.h"
-#include "settings.h"
-#include "text.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "system/config.h"
+#include "system/settings.h"
 
 struct env {
     const char *kv[16]; /* name, value, ..., NULL */

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cassette.h"
-#include "session.h"
-#include "sha256.h"
-#include "store.h"
+#include "base/sha256.h"
+#include "session/session.h"
+#include "store/cassette.h"
+#include "store/store.h"
 
 static void hex_of(const unsigned char d[32], char out[65])
 {

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sink.h"
-#include "sinkq.h"
+#include "curl/sink.h"
+#include "curl/sinkq.h"
 
 #define H(x) ((CURL *)(uintptr_t)(x))
 

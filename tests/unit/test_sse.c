@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "buf.h"
-#include "sse.h"
+#include "api/sse.h"
+#include "base/buf.h"
 
 /* Events as "name|data\n" lines ("-" for no name). */
 static int collect(void *ctx, const char *name, const char *data, size_t len)

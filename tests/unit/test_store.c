@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "scratch.h"
-#include "config.h"
-#include "store.h"
+#include "store/store.h"
+#include "system/config.h"
 
 static char g_dir[512];
 

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "conv.h"
-#include "responses.h"
-#include "json.h"
-#include "stream.h"
+#include "api/conv.h"
+#include "api/responses.h"
+#include "api/stream.h"
+#include "base/buf.h"
+#include "base/json.h"
 
 /* The list steps every cJSON_GetArrayItem call of the code under test
  * takes: this definition in the test program takes the place of

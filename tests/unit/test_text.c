@@ -1,4 +1,4 @@
-/* test_text.c - shim/text.c: UTF-8 cut points, sanitising, hex. */
+/* test_text.c - shim/base/text.c: UTF-8 cut points, sanitising, hex. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "text.h"
+#include "base/text.h"
 
 static void cut_points_never_split_a_character(void **state)
 {

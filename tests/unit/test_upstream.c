@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loop.h"
-#include "upstream.h"
+#include "curl/loop.h"
+#include "curl/upstream.h"
 
 #include <cjson/cJSON.h>
 

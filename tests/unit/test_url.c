@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capi.h"
-#include "classify.h"
-#include "identity.h"
-#include "url.h"
+#include "api/capi.h"
+#include "api/classify.h"
+#include "api/identity.h"
+#include "system/url.h"
 
 static void parts(void **state)
 {

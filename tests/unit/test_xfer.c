@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "clock.h"
-#include "sinkq.h"
-#include "xfer.h"
+#include "base/clock.h"
+#include "curl/sinkq.h"
+#include "curl/xfer.h"
 
 #define H(x) ((CURL *)(uintptr_t)(x))
 

@@ -1,0 +1,72 @@
+/* xfer.h - the program's own limits on an intercepted easy transfer, as
+ * libcurl keeps them: CURLOPT_TIMEOUT(_MS) over the whole transfer (every
+ * upstream call and every execution together), the progress callback
+ * (XFERINFOFUNCTION, else PROGRESSFUNCTION, when NOPROGRESS is 0) called
+ * while it runs, and curl_easy_pause's receive pause.
+ *
+ * One struct shim_xfer lives on the stack of the call that answers the
+ * transfer (shim_intercept_answer: the program's curl_easy_perform, or a
+ * multi worker); everything below it on that thread finds it by the
+ * handle the answer uses (shim_xfer_find): the sink (delivery, pausing),
+ * the upstream calls (their CURLOPT_TIMEOUT_MS is the time left, their
+ * progress is this one), the executions (interrupted when it trips).
+ * The program's callbacks are called only from shim_xfer_check, and only
+ * in curl_easy_perform: a multi worker's view has none (the deadline
+ * holds there, counted from curl_multi_add_handle).
+ *
+ * Once tripped (the deadline passed, or the callback returned nonzero),
+ * a transfer stays failed: rc and message are what the program gets, in
+ * libcurl's words. */
+#ifndef SHIM_XFER_H
+#define SHIM_XFER_H
+
+#include "curl/handles.h"
+
+#include <curl/curl.h>
+
+struct shim_sinkq;
+
+struct shim_xfer {
+    struct shim_xfer *up; /* the thread's enclosing transfer (nested perform) */
+    CURL *h;
+    struct shim_handle_limits lim;
+    double t0;
+    int in_cb;  /* the program's progress callback is running */
+    int paused; /* CURLPAUSE_RECV / _SEND bits the program set */
+    /* what the program is told: bytes delivered of how many (0:
+     * unknown), the request body read of its length */
+    curl_off_t dltotal, dlnow, ultotal, ulnow;
+    /* a multi worker's: the transfer's queue, stopped once the program
+     * removed or cleaned it up, which stops the transfer at its next
+     * check (an upstream call's progress, an execution's poll) */
+    struct shim_sinkq *cancel;
+    CURLcode rc;
+    char message[CURL_ERROR_SIZE];
+};
+
+/* A multi worker, before it answers a transfer: the transfers this
+ * thread begins from now on stop once q is stopped (NULL: none). */
+void shim_xfer_cancel_by(struct shim_sinkq *q);
+
+/* Starts watching h's transfer, begun at t0 (seconds, shim_clock_s), on
+ * this thread, with the options v recorded. end must follow on the same
+ * thread. */
+void shim_xfer_begin(struct shim_xfer *x, CURL *h, const struct shim_handle_view *v,
+                     double t0);
+void shim_xfer_end(struct shim_xfer *x);
+/* This thread's watched transfer of h, or NULL (none: a multi worker). */
+struct shim_xfer *shim_xfer_find(CURL *h);
+/* Milliseconds left before the deadline (at least 1), 0 when there is
+ * none, -1 once it has passed. */
+long shim_xfer_left_ms(const struct shim_xfer *x);
+/* The check made at every step, and at least every ~100 ms while the
+ * transfer waits (an upstream call, an execution, a pause): trips the
+ * transfer past its deadline (CURLE_OPERATION_TIMEDOUT), else calls the
+ * program's progress callback (not from inside itself), whose nonzero
+ * answer trips it (CURLE_ABORTED_BY_CALLBACK). Returns x->rc. */
+CURLcode shim_xfer_check(struct shim_xfer *x);
+/* curl_easy_pause(h, bits) for a transfer this thread answers: records
+ * the bits and returns 1; 0 when h is none (libcurl's then). */
+int shim_xfer_pause(CURL *h, int bits);
+
+#endif

@@ -4,6 +4,7 @@
 #include "api/conv.h"
 #include "api/identity.h"
 #include "api/live.h"
+#include "api/step.h"
 #include "api/stream.h"
 #include "base/clock.h"
 #include "base/ids.h"
@@ -43,9 +44,8 @@ struct run {
     int live_on;   /* upstream calls ask for a stream */
     int live_turn; /* the last upstream answer came as a stream */
     int streaming; /* SSE headers and first events sent */
-    int executed;
+    struct shim_step step; /* calls run, the cap (step.h) */
     int bound; /* the sandbox is a container tools[].container names */
-    int capped; /* the cap was reached: the last upstream call is under way */
     int turns;
     int matched;  /* the upstream matches calls on what they were (a cassette) */
     cJSON *calls; /* each call so far as a cassette matches on it (match.h) */
@@ -165,7 +165,7 @@ static void run_call(struct run *r, struct shim_call *c)
     int rc = 0, renewed;
 
     c->executed = 1;
-    r->executed++;
+    shim_step_ran(&r->step);
     if (!c->ci_id[0]) /* else announced while the model wrote it */
         shim_id_make(c->ci_id, sizeof(c->ci_id), "ci_", 48);
     c->code = shim_conv_parse_code(c->arguments, &why);
@@ -217,25 +217,12 @@ static void run_call(struct run *r, struct shim_call *c)
         c->status = c->res.status == SHIM_EXEC_TIMEOUT  ? "incomplete"
                     : c->res.status == SHIM_EXEC_FAILED ? "failed"
                                                         : "completed";
-        LOG_INFO("execution %d: %s, %zu bytes of output, %.3f s", r->executed,
+        LOG_INFO("execution %d: %s, %zu bytes of output, %.3f s", r->step.executed,
                  c->status, c->res.logs_len, c->res.seconds);
     }
     if (r->streaming)
         shim_stream_exec_end(&r->st, c);
     shim_trace_exec(r->id, c);
-    note_call(r, c);
-}
-
-/* A call over the cap: never run; the model is told why. */
-static void skip_call(struct run *r, struct shim_call *c)
-{
-    char msg[200];
-
-    snprintf(msg, sizeof(msg),
-             "Not run: this request reached its limit of %d code executions. "
-             "Answer with the results you already have.", r->cv.max_exec);
-    c->skipped = 1;
-    c->output = strdup(msg);
     note_call(r, c);
 }
 
@@ -407,13 +394,6 @@ static void remember(struct run *r, const cJSON *reply, const struct shim_call *
     cJSON_Delete(owed);
 }
 
-static void free_calls(struct shim_call *calls, size_t n)
-{
-    while (n)
-        shim_call_free(&calls[--n]);
-    free(calls);
-}
-
 static int exec_cap(const struct shim_config *cfg, const cJSON *req)
 {
     /* The request may lower the cap (Responses max_tool_calls), never raise it. */
@@ -475,7 +455,7 @@ static CURLcode post(struct run *r, struct shim_upstream *u, const char *body,
     r->live_turn = 0;
     if (!r->live_on)
         return shim_upstream_post(u, body, strlen(body), rep, errbuf);
-    shim_live_turn_begin(&r->live, !r->capped && r->executed < r->cv.max_exec);
+    shim_live_turn_begin(&r->live, shim_step_room(&r->step));
     r->cur_rep = rep;
     rc = shim_upstream_post_stream(u, body, strlen(body), rep, errbuf, on_event, r,
                                    &r->live_turn);
@@ -544,22 +524,17 @@ static int call_upstream(struct run *r, struct shim_upstream *u, const cJSON *up
     return err != -ENOMEM && err != -EEXIST && err != -E2BIG;
 }
 
-/* Runs (or, over the cap, answers "not run") each of codeshim's calls, in
- * order, while the program still reads. 1 when a call was skipped. */
-static int run_calls(struct run *r, struct shim_call *calls, size_t n)
+/* Runs the calls the step picked (step.h), in order, while the program
+ * still reads; the skipped ones are noted after them, as the cassette
+ * saw them. */
+static void run_calls(struct run *r, struct shim_turn *t)
 {
-    int capped = 0;
     size_t i;
 
-    for (i = 0; i < n && shim_sink_ok(&r->sink); i++) {
-        if (r->capped || r->executed >= r->cv.max_exec) {
-            skip_call(r, &calls[i]);
-            capped = 1;
-            continue;
-        }
-        run_call(r, &calls[i]);
-    }
-    return capped;
+    for (i = 0; i < t->nrun && shim_sink_ok(&r->sink); i++)
+        run_call(r, &t->calls[i]);
+    for (i = t->nrun; i < t->n && shim_sink_ok(&r->sink); i++)
+        note_call(r, &t->calls[i]);
 }
 
 /* The program's answer from the last reply. */
@@ -598,20 +573,19 @@ static CURLcode refusal(struct run *r)
                       cap ? "rate_limit_exceeded" : "codeshim_runtime_dir");
 }
 
-/* One upstream round trip and what follows from it. Returns 1 to go on
- * (up holds the next request), 0 when the program's answer has been
- * delivered (*rc set). */
+/* One upstream round trip and what follows from it (step.h decides).
+ * Returns 1 to go on (up holds the next request), 0 when the program's
+ * answer has been delivered (*rc set). */
 static int step(struct run *r, struct shim_upstream *u, cJSON *up,
                 struct shim_http_reply *rep, CURLcode *rc)
 {
-    struct shim_call *calls = NULL;
+    struct shim_turn t;
+    enum shim_step_next next;
     cJSON *reply;
-    size_t n = 0;
-    int foreign = 0, skipped, more = 0;
 
     if (!call_upstream(r, u, up, rep, &reply, rc))
         return 0;
-    if (!reply || r->ops->scan(reply, &r->cv, &calls, &n, &foreign) < 0) {
+    if (shim_step_read(&r->step, reply, &t) < 0) {
         LOG_WARN("upstream answer is not a %s object; handing it over as is", r->ops->name);
         *rc = r->streaming ? fail_stream(r, "upstream_error",
                                          "the model server's answer could not be read")
@@ -622,32 +596,24 @@ static int step(struct run *r, struct shim_upstream *u, cJSON *up,
     if (r->cv.stream && !r->streaming)
         start_stream(r, rep, reply);
     if (r->streaming && r->live_turn)
-        shim_live_turn_end(&r->live, reply, calls, n);
+        shim_live_turn_end(&r->live, reply, t.calls, t.n);
     else if (r->streaming)
         shim_stream_turn(&r->st, reply);
-    skipped = run_calls(r, calls, n);
-    if (r->sink.rc != CURLE_OK) { /* the program stopped reading */
+    run_calls(r, &t);
+    next = shim_step_next(&r->step, up, reply, &t,
+                          (r->sink.rc != CURLE_OK ? SHIM_STEP_STOP : 0) |
+                              (r->refused ? SHIM_STEP_REFUSE : 0));
+    if (next == SHIM_STEP_STOPPED)
         *rc = shim_sink_end(&r->sink);
-    } else if (r->refused) {
+    else if (next == SHIM_STEP_REFUSED)
         *rc = refusal(r);
-    } else if (skipped && !r->capped && !foreign) {
-        /* One last call, with the unrun calls answered and no tool
-         * allowed: the upstream's stored conversation stays consistent,
-         * so the answer can be continued with previous_response_id. */
+    else if (next == SHIM_STEP_FINAL)
         LOG_WARN("execution cap (%d) reached; asking for a final answer", r->cv.max_exec);
-        r->capped = 1;
-        r->ops->advance(up, reply, calls, n, &r->cv);
-        shim_json_set(up, "tool_choice", cJSON_CreateString("none"));
-        more = 1;
-    } else if (n == 0 || skipped || r->capped || foreign) {
-        *rc = answer(r, rep, reply, calls, n, foreign, skipped || r->capped);
-    } else {
-        r->ops->advance(up, reply, calls, n, &r->cv);
-        more = 1;
-    }
+    else if (shim_step_answers(next))
+        *rc = answer(r, rep, reply, t.calls, t.n, t.foreign, t.capped);
     cJSON_Delete(reply);
-    free_calls(calls, n);
-    return more;
+    shim_turn_free(&t);
+    return next == SHIM_STEP_AGAIN || next == SHIM_STEP_FINAL;
 }
 
 /* The request's own files (files.h): fetched now, so a file the upstream
@@ -719,6 +685,7 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
     r.v = v;
     r.ops = kind == SHIM_API_CHAT ? &shim_chat_ops : &shim_responses_ops;
     r.cv.max_exec = exec_cap(r.cfg, req);
+    shim_step_init(&r.step, r.ops, &r.cv);
     up = r.ops->prepare(req, &r.cv);
     identify(&r);
     if (up && kind == SHIM_API_RESPONSES && shim_chain_apply(r.cfg, r.identity, up) < 0) {
@@ -751,8 +718,8 @@ CURLcode shim_loop_run(const struct shim_curl_api *api, CURL *h,
         ;
 out:
     LOG_INFO("%s request done: %d upstream calls, %d executions, result %d", r.ops->name,
-             r.turns, r.executed, (int)rc);
-    shim_trace_answer(r.id, r.sink.info.response_code, r.executed, r.turns,
+             r.turns, r.step.executed, (int)rc);
+    shim_trace_answer(r.id, r.sink.info.response_code, r.step.executed, r.turns,
                       shim_clock_s() - t0, rc, r.sink.message);
     if (r.streaming)
         shim_stream_free(&r.st);

@@ -3,6 +3,7 @@
 #include "fuzz_common.h"
 
 #include "api/offline.h"
+#include "api/step.h"
 #include "api/stream.h"
 #include "base/json.h"
 #include "curl/sink.h"
@@ -827,7 +828,8 @@ void fuzz_free_calls(struct shim_call *calls, size_t n)
     free(calls);
 }
 
-/* The state of one conversation (loop.c's struct run, faked). */
+/* One conversation: loop.c's struct run with the sandbox and the upstream
+ * faked; what comes next is step.h's, as in loop.c. */
 struct convo {
     const struct fuzz_input *in;
     enum shim_api api;
@@ -835,39 +837,32 @@ struct convo {
     const cJSON *req;
     cJSON *up;
     struct shim_conv cv;
+    struct shim_step step;
     struct shim_stream st;
     struct fuzz_sink sk;
-    int salt, streaming, stream_wanted, capped, executed, ended, failed_ev, started;
+    int salt, streaming, stream_wanted, ended, failed_ev, started;
 };
 
-/* The calls of one reply: executed, or skipped over the cap. */
-static int run_calls(struct convo *c, struct shim_call *calls, size_t n)
+/* The calls the step picked, on the faked sandbox, while the program
+ * reads (as loop.c's run_calls). */
+static void run_calls(struct convo *c, struct shim_turn *t)
 {
-    int capped = 0;
     size_t i;
 
-    for (i = 0; i < n; i++) {
-        if (c->capped || c->executed >= c->cv.max_exec) {
-            calls[i].skipped = 1;
-            calls[i].output = strdup("Not run: over the cap.");
-            capped = 1;
-            continue;
-        }
-        c->executed++;
-        fuzz_exec_begin(&calls[i], (int)i);
+    for (i = 0; i < t->nrun && !c->sk.failed; i++) {
+        shim_step_ran(&c->step);
+        fuzz_exec_begin(&t->calls[i], (int)i);
         if (c->streaming)
-            shim_stream_exec_begin(&c->st, &calls[i]);
-        fuzz_exec_end(c->in, &calls[i], (int)i);
+            shim_stream_exec_begin(&c->st, &t->calls[i]);
+        fuzz_exec_end(c->in, &t->calls[i], (int)i);
         if (c->streaming)
-            shim_stream_exec_end(&c->st, &calls[i]);
+            shim_stream_exec_end(&c->st, &t->calls[i]);
     }
-    return capped;
 }
 
-static void finish(struct convo *c, const cJSON *reply, struct shim_call *calls, size_t n,
-                   int capped)
+static void finish(struct convo *c, const cJSON *reply, struct shim_turn *t, int capped)
 {
-    cJSON *answer = c->ops->finish(c->req, reply, calls, n, &c->cv, capped || c->capped);
+    cJSON *answer = c->ops->finish(c->req, reply, t->calls, t->n, &c->cv, capped);
 
     fuzz_check_json("finish", answer);
     if (c->streaming) {
@@ -882,17 +877,35 @@ static void finish(struct convo *c, const cJSON *reply, struct shim_call *calls,
     cJSON_Delete(answer);
 }
 
+/* The step's invariants: the calls it runs are within the cap, the rest
+ * skipped with a note; then what it said to do next. */
+static void check_turn(const struct convo *c, const struct shim_turn *t)
+{
+    size_t i;
+
+    if (t->nrun > t->n || (t->nrun && !shim_step_room(&c->step)) ||
+        c->step.executed + (int)t->nrun > c->cv.max_exec)
+        fuzz_invalid("step", "%zu of %zu calls to run, %d of %d run so far", t->nrun, t->n,
+                     c->step.executed, c->cv.max_exec);
+    for (i = 0; i < t->n; i++) {
+        if (!t->calls[i].call_id)
+            fuzz_invalid("scan", "call without call_id");
+        if (t->calls[i].skipped != (i >= t->nrun))
+            fuzz_invalid("step", "call %zu of %zu skipped %d, %zu to run", i, t->n,
+                         t->calls[i].skipped, t->nrun);
+    }
+}
+
 /* One upstream reply; 1 when the conversation is over. */
 static int step(struct convo *c, const cJSON *reply, int last)
 {
-    struct shim_call *calls = NULL;
-    size_t n = 0, i;
-    int foreign = 0, capped;
+    struct shim_turn t;
+    enum shim_step_next next;
     cJSON *off;
 
-    if (!reply || c->ops->scan(reply, &c->cv, &calls, &n, &foreign) < 0) {
-        if (calls || n)
-            fuzz_invalid("scan", "calls returned with a failure");
+    if (shim_step_read(&c->step, reply, &t) < 0) {
+        if (t.calls || t.n)
+            fuzz_invalid("step", "calls returned with a failure");
         if (c->streaming) {
             shim_stream_fail(&c->st, "upstream_error",
                              "the model server's answer could not be read");
@@ -900,33 +913,34 @@ static int step(struct convo *c, const cJSON *reply, int last)
         }
         return 1;
     }
-    for (i = 0; i < n; i++)
-        if (!calls[i].call_id)
-            fuzz_invalid("scan", "call without call_id");
+    check_turn(c, &t);
     if (c->stream_wanted && !c->streaming) {
         c->streaming = c->started = 1;
         shim_stream_start(&c->st, c->req, reply);
     }
     if (c->streaming)
         shim_stream_turn(&c->st, reply);
-    capped = run_calls(c, calls, n);
-    if (capped && !c->capped && !foreign && !last) {
-        c->capped = 1;
-        c->ops->advance(c->up, reply, calls, n, &c->cv);
-        shim_json_set(c->up, "tool_choice", cJSON_CreateString("none"));
+    run_calls(c, &t);
+    next = shim_step_next(&c->step, c->up, reply, &t, c->sk.failed ? SHIM_STEP_STOP : 0);
+    if (next == SHIM_STEP_AGAIN || next == SHIM_STEP_FINAL)
         fuzz_check_json("advance", c->up);
-    } else if (n == 0 || capped || c->capped || foreign || last) {
-        finish(c, reply, calls, n, capped);
-        fuzz_free_calls(calls, n);
+    if (next == SHIM_STEP_STOPPED) {
+        shim_turn_free(&t);
         return 1;
-    } else {
-        c->ops->advance(c->up, reply, calls, n, &c->cv);
-        fuzz_check_json("advance", c->up);
+    }
+    if (shim_step_answers(next) || last) { /* out of replies: the last one answers */
+        if (next == SHIM_STEP_HANDBACK && !t.foreign)
+            fuzz_invalid("step", "a program tool handed back without one");
+        finish(c, reply, &t, t.capped || c->step.capped);
+        shim_turn_free(&t);
+        return 1;
+    }
+    if (next == SHIM_STEP_AGAIN) {
         off = shim_offline_reply(c->api, c->up); /* it answers the follow-up */
         fuzz_check_json("offline-followup", off);
         cJSON_Delete(off);
     }
-    fuzz_free_calls(calls, n);
+    shim_turn_free(&t);
     return 0;
 }
 
@@ -949,6 +963,7 @@ void fuzz_conversation(const struct fuzz_input *in, enum shim_api api, const cJS
         c.cv.max_exec = 20;
     c.up = c.ops->prepare(req, &c.cv);
     fuzz_check_json("prepare", c.up);
+    shim_step_init(&c.step, c.ops, &c.cv);
     if (!c.up || !shim_classify_body(req)) {
         /* the loop never sees such a request: prepare only */
         cJSON_Delete(c.up);

@@ -104,7 +104,7 @@ void fuzz_exec_begin(struct shim_call *c, int k);
 void fuzz_exec_end(const struct fuzz_input *in, struct shim_call *c, int k);
 void fuzz_free_calls(struct shim_call *calls, size_t n);
 
-/* One intercepted conversation as loop.c's step() runs it: prepare, then
+/* One intercepted conversation as loop.c runs it, step.h deciding: prepare, then
  * per reply scan, the fake sandbox, advance or finish, the cap; the
  * offline model answers each follow-up request; streamed when the request
  * asks (or always with force_stream), with a write that may fail. */

@@ -242,26 +242,47 @@ static size_t paused_write(struct shim_sink *s, shim_write_fn fn, const char *p,
             break;
         s->x->paused |= CURLPAUSE_RECV;
     }
-    if (took == CURL_WRITEFUNC_PAUSE)
-        LOG_WARN("the program paused a multi transfer codeshim answers from its header "
-                 "callback; codeshim pauses only its write callback, failing it");
+    if (took == CURL_WRITEFUNC_PAUSE && !s->replaying)
+        LOG_WARN("the program paused a transfer codeshim answers from a callback that "
+                 "cannot pause here; failing it");
     return took;
 }
 
-static CURLcode header_line(struct shim_sink *s, const char *p, size_t n)
+/* One header write: 0, 1 when a replay's callback paused (the line is
+ * given again on resume), -1 once it failed the transfer. */
+static int header_write(struct shim_sink *s, shim_write_fn fn, const char *p, size_t n,
+                        void *ud)
+{
+    size_t took = paused_write(s, fn, p, n, ud);
+
+    if (took == CURL_WRITEFUNC_PAUSE && s->replaying) {
+        s->paused |= CURLPAUSE_RECV;
+        return 1;
+    }
+    if (took != n) {
+        shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
+        return -1;
+    }
+    return 0;
+}
+
+/* One header line to the header callback (or the write callback with
+ * HEADERDATA), then into the body with CURLOPT_HEADER; s->head_part
+ * keeps which took it when one paused. As header_write. */
+static int header_line(struct shim_sink *s, const char *p, size_t n)
 {
     const struct shim_handle_view *v = s->v;
+    int r = 0;
 
-    if (v->header_cb) {
-        if (paused_write(s, v->header_cb, p, n, v->header_data) != n)
-            return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
-    } else if (v->header_data) {
-        if (paused_write(s, v->write_cb, p, n, v->header_data) != n)
-            return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
-    }
-    if (v->include_header && paused_write(s, v->write_cb, p, n, v->write_data) != n)
-        return shim_sink_fail(s, CURLE_WRITE_ERROR, "Failed writing header");
-    return CURLE_OK;
+    if (s->head_part == 0 && (v->header_cb || v->header_data))
+        r = header_write(s, v->header_cb ? v->header_cb : v->write_cb, p, n, v->header_data);
+    if (r)
+        return r;
+    s->head_part = 1;
+    if (v->include_header && (r = header_write(s, v->write_cb, p, n, v->write_data)) != 0)
+        return r;
+    s->head_part = 0;
+    return 0;
 }
 
 static void publish(struct shim_sink *s)
@@ -356,10 +377,18 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
     snprintf(s->info.method, sizeof(s->info.method), "%s", shim_handle_view_method(s->v));
     s->info.total_time = shim_clock_s() - s->t0;
     publish(s); /* before the first callback: the program may ask getinfo */
+    if (s->head_held && s->head_off <= block.len) /* resumed: from the line refused */
+        p += s->head_off;
+    s->head_held = 0;
     while (p < end && s->rc == CURLE_OK) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
-        header_line(s, p, n);
+        if (header_line(s, p, n) > 0) { /* paused: the replay gives it again */
+            s->head_held = 1;
+            s->head_off = (size_t)(p - block.data);
+            shim_buf_free(&block);
+            return s->rc;
+        }
         p += n;
     }
     if (s->rc == CURLE_OK && s->v->failonerror && status >= 400) {
@@ -507,6 +536,7 @@ int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc)
     struct shim_sinkq_item *it, **tail;
     int ended, result, failed = 0;
 
+    s->replaying = 1;
     if (!(s->paused & CURLPAUSE_RECV) && !s->held_end) { /* paused: the queue fills */
         it = shim_sinkq_take(q, &ended, &result);
         for (tail = &s->held; *tail; tail = &(*tail)->next)
@@ -527,6 +557,8 @@ int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc)
             if (!failed && (s->paused & CURLPAUSE_RECV))
                 return 0;
             replay_one(s, it);
+            if (s->head_held) /* its header callback paused: the record stays */
+                return 0;
         }
         if (s->rc != CURLE_OK && !failed && it->kind != REC_FAIL && it->kind != REC_END)
             failed = 1;

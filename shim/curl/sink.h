@@ -50,6 +50,10 @@ struct shim_sink {
      * delivered yet, oldest first, the first one's bytes already
      * written, and whether the writer had ended (with its result) */
     int paused;
+    int replaying; /* a replay sink: a paused header callback holds the begin record */
+    int head_held; /* its header block is part-delivered (head_off, head_part) */
+    size_t head_off; /* the block's bytes taken before the line refused */
+    int head_part;   /* that line's callbacks that took it already */
     struct shim_sinkq_item *held;
     size_t held_off;
     int held_end, held_result;
@@ -99,8 +103,9 @@ void shim_sink_queue_end(struct shim_sinkq *q, CURLcode rc);
  * else 0. The caller then stops q. */
 int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc);
 /* While s->paused has CURLPAUSE_RECV nothing is taken from q or written;
- * a write callback that answers CURL_WRITEFUNC_PAUSE sets it, and the
- * chunk it refused is written again first once the program clears it.
+ * a write or header callback that answers CURL_WRITEFUNC_PAUSE sets it,
+ * and the chunk or header line it refused is given again first once the
+ * program clears it.
  * Frees the records a replay sink still holds. */
 void shim_sink_drop_held(struct shim_sink *s);
 

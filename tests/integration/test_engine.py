@@ -315,6 +315,46 @@ def test_pause_holds_delivery_and_resumes_with_the_refused_chunk(fake, prog, tmp
     assert_on_program_thread(res)
 
 
+@pytest.mark.parametrize("loop", ["poll", "socket"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_header_callback_pause_holds_delivery_and_gives_the_refused_header_again(
+        fake, prog, tmp_path, loop, stream):
+    """A header callback that answers CURL_WRITEFUNC_PAUSE (to the
+    Content-Type line) pauses the transfer as libcurl does: no header or
+    body callback while paused, and after curl_easy_pause(CURLPAUSE_CONT)
+    that line comes again, then the rest of the header block once and the
+    whole answer."""
+    a = write_json(tmp_path / "a.json", code_req("HPAUSE-%s-%s" % (loop, stream),
+                                                 "print(6 * 7)", stream=stream))
+    rc, out, err = run([prog, loop, "pausehdr", "header:content-type", fake.url + "/responses",
+                        tmp_path, a], env=ENV, timeout=90)
+    assert rc == 0, err.decode(errors="replace")
+    res = result_of(out)
+    assert (res["A"], res["status_a"]) == (0, 200), res
+    assert res["pauses"] == 1 and res["paused_writes"] == 0, res
+    head = (tmp_path / "A.head").read_bytes().decode()
+    lines = head.split("\r\n")
+    assert lines[0].startswith("HTTP/") and " 200" in lines[0], head
+    assert head.endswith("\r\n\r\n") and head.count("\r\n\r\n") == 1, head
+    ctype = [ln for ln in lines if ln.lower().startswith("content-type:")]
+    want = "text/event-stream" if stream else "application/json"
+    assert len(ctype) == 1 and want in ctype[0], head
+    assert len(set(ln for ln in lines if ln)) == len([ln for ln in lines if ln]), head
+    body = (tmp_path / "A.body").read_text()
+    if stream:
+        events = sse_json(body)
+        schema_check.validate_sse_responses(events)
+        final = [d for ev, d in events if ev == "response.completed"]
+        assert len(final) == 1
+        resp = final[0]["response"]
+    else:
+        resp = json.loads(body)
+        schema_check.validate(resp, "Response")
+    ci = [o for o in resp["output"] if o["type"] == "code_interpreter_call"]
+    assert ci and ci[0]["outputs"][0]["logs"] == "42\n"
+    assert_on_program_thread(res)
+
+
 @pytest.mark.parametrize("loop", ["socket", "timer"])
 def test_timer_driven_program_gets_its_progress_callback_while_code_runs(fake, prog, tmp_path,
                                                                           loop):

@@ -24,7 +24,11 @@
  * (curl_easy_pause(CURLPAUSE_RECV) from the loop after the first write)
  * pause A once TRIGGER holds, and the loop unpauses it
  * (curl_easy_pause(CURLPAUSE_CONT)) after 5 rounds; "paused_writes"
- * counts writes meanwhile, "pauses" the pauses; "progress_during_code"
+ * counts writes meanwhile, "pauses" the pauses; pausehdr with TRIGGER
+ * header:NAME: A's header callback answers CURL_WRITEFUNC_PAUSE once, to
+ * the first header line that starts with NAME (any case), and the loop
+ * unpauses it the same way (header calls while paused count as
+ * "paused_writes"); A's header lines as taken go to OUTDIR/A.head; "progress_during_code"
  * counts xferinfo calls between A's streamed code_interpreter_call
  * "interpreting" and "completed" events. BODY_B is then POSTed alone
  * (in a new multi handle after multicleanup) and run to its end.
@@ -42,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -56,7 +61,8 @@ static const char *const cb_names[CB_N] = {"write", "header", "xferinfo", "debug
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int calls[CB_N], off_thread[CB_N], outside[CB_N];
 static int late;
-static int pause_cb, pause_api; /* ACTION pausecb / pauseapi */
+static int pause_cb, pause_api, pause_hdr; /* ACTION pausecb / pauseapi / pausehdr */
+static const char *pause_hdr_name;
 static int paused_now, paused_writes, pauses;
 static int progress_during_code; /* xferinfo calls while A's code ran */
 static pthread_t main_thread;
@@ -69,6 +75,7 @@ struct ctx {
     int stopped; /* never read after free: ASan tells */
     char name;
     FILE *out;
+    FILE *head; /* the header lines taken */
     char seen[4096]; /* the last bytes written, for the text trigger */
     size_t seen_len;
     FILE *mime;
@@ -128,8 +135,21 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
-    (void)p;
+    struct ctx *c = ud;
+    size_t k = pause_hdr_name ? strlen(pause_hdr_name) : 0;
+
     note(CB_HEADER, ud);
+    if (paused_now)
+        paused_writes++;
+    if (pause_hdr == 1 && c->name == 'A' && sz * n >= k &&
+        !strncasecmp(p, pause_hdr_name, k)) { /* refused: it must come again */
+        pause_hdr = 2;
+        paused_now = 1;
+        pauses++;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    if (c->head)
+        fwrite(p, 1, sz * n, c->head);
     return sz * n;
 }
 
@@ -245,6 +265,8 @@ static int make(struct xfer *x, char name, const char *url, const char *body, co
     x->c->out = fopen(path, "wb");
     if (!x->c->out)
         return -1;
+    snprintf(path, sizeof(path), "%s/%c.head", dir, name);
+    x->c->head = fopen(path, "wb");
     x->h = curl_easy_init();
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key ? key : "");
     x->hdrs = curl_slist_append(NULL, auth);
@@ -300,6 +322,8 @@ static void free_data(struct xfer *x)
 {
     if (x->c->out)
         fclose(x->c->out);
+    if (x->c->head)
+        fclose(x->c->head);
     if (x->c->mime)
         fclose(x->c->mime);
     x->c->stopped = 1;
@@ -527,11 +551,17 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof(b));
     if (!strcmp(action, "none")) {
         run_to_end(m, &a);
-    } else if (!strcmp(action, "pausecb") || !strcmp(action, "pauseapi")) {
+    } else if (!strcmp(action, "pausecb") || !strcmp(action, "pauseapi") ||
+               !strcmp(action, "pausehdr")) {
         int rounds = 0;
 
+        if (!strcmp(action, "pausehdr") && !strncmp(trigger, "header:", 7)) {
+            pause_hdr = 1;
+            pause_hdr_name = trigger + 7;
+        }
+
         for (i = 0; i < 2400 && !a.done; i++) {
-            if (!pause_cb && !pause_api && triggered(trigger, &a)) {
+            if (!pause_cb && !pause_api && !pause_hdr && triggered(trigger, &a)) {
                 if (!strcmp(action, "pausecb")) {
                     pause_cb = 1;
                 } else {

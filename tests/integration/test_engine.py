@@ -20,6 +20,7 @@ import pytest
 
 from conftest import LIB, REPO, clean_env, run, sse_json
 import schema_check
+from test_sessions import rt  # noqa: F401  (a runtime directory, its supervisors stopped)
 
 ENGINEPROG = REPO / "build" / "testprogs" / "engineprog"
 MULTIPROG = REPO / "build" / "testprogs" / "multiprog"
@@ -235,6 +236,41 @@ def test_stop_in_the_middle_of_an_execution(fake, asan_prog, tmp_path, action):
     check_b(res, tmp_path, fake, "AFTER-" + action)
     assert_on_program_thread(res)
     assert len(tagged(fake, "EXEC-" + action)) == 1  # no second call with A's output
+
+
+@pytest.mark.parametrize("action", ["remove", "cleanup", "multicleanup"])
+def test_a_stopped_execution_of_a_session_is_told_at_its_next_request(fake, prog, tmp_path,
+                                                                       rt, action):
+    """A session's code interrupted by the program removing (or cleaning up)
+    its transfer: the session's next request runs in a restarted
+    interpreter (A's variable is gone, the file A would have written later
+    is not there), and its tool output tells the model so."""
+    sess = {"metadata": {"session_id": "stop-" + action}}
+    a = write_json(tmp_path / "a.json", code_req(
+        "SEXEC-" + action, "x = 41\nimport time\ntime.sleep(30)\n"
+        "open('/mnt/data/slept', 'w').write('1')", stream=True, **sess))
+    b = write_json(tmp_path / "b.json", code_req(
+        "SNEXT-" + action, "import os\nprint(os.path.exists('/mnt/data/slept'), "
+        "'x' in globals())", **sess))
+    rc, out, err = run([prog, "socket", action, "text:code_interpreter_call.interpreting",
+                        fake.url + "/responses", tmp_path, a, b],
+                       env=dict(ENV, CODESHIM_RUNTIME_DIR=str(rt)), timeout=90)
+    assert rc == 0, err.decode(errors="replace")[-4000:]
+    res = result_of(out)
+    assert res["A"] == -1
+    assert (res["B"], res["status_b"]) == (0, 200), res
+    resp = json.loads((tmp_path / "B.body").read_text())
+    schema_check.validate(resp, "Response")
+    ci = [o for o in resp["output"] if o["type"] == "code_interpreter_call"]
+    logs = ci[0]["outputs"][0]["logs"]
+    assert "False False" in logs, logs
+    assert "restarted" in logs, logs  # the model is told its state is gone
+    # what went upstream as the tool's output says it too
+    sent = tagged(fake, "SNEXT-" + action)[-1]["body"]["input"]
+    outs = [i["output"] for i in sent if i.get("type") == "function_call_output"]
+    assert outs and "restarted" in outs[-1], outs
+    assert len(tagged(fake, "SEXEC-" + action)) == 1
+    assert_on_program_thread(res)
 
 
 class Gather:

@@ -50,6 +50,43 @@ static const char resp_req[] =
     "\"container\":{\"type\":\"auto\"}},{\"type\":\"function\",\"name\":\"get_weather\","
     "\"parameters\":{}}]}";
 
+/* Fixtures: a Responses conversation with a cap of 5 or of 1, and the
+ * turn a test reads into (freed with it). */
+struct fx {
+    struct conv c;
+    struct shim_turn t;
+};
+
+static int open_fx(void **state, int max_exec)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    open_conv(&f->c, &shim_responses_ops, resp_req, max_exec);
+    *state = f;
+    return 0;
+}
+
+static int cap5(void **state)
+{
+    return open_fx(state, 5);
+}
+
+static int cap1(void **state)
+{
+    return open_fx(state, 1);
+}
+
+static int close_fx(void **state)
+{
+    struct fx *f = *state;
+
+    shim_turn_free(&f->t);
+    close_conv(&f->c);
+    free(f);
+    return 0;
+}
+
 #define CALL(id, code)                                                                      \
     "{\"type\":\"function_call\",\"id\":\"fc_" id "\",\"call_id\":\"call_" id "\","           \
     "\"name\":\"python\",\"arguments\":\"{\\\"code\\\":\\\"" code "\\\"}\"}"
@@ -100,134 +137,122 @@ static int input_items(const struct conv *c)
 
 static void an_answer_is_delivered(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
     int before;
-    (void)state;
 
-    open_conv(&c, &shim_responses_ops, resp_req, 5);
-    before = input_items(&c);
-    assert_int_equal(turn(&c, REPLY(MESSAGE), &t, 0), SHIM_STEP_ANSWER);
+    before = input_items(c);
+    assert_int_equal(turn(c, REPLY(MESSAGE), t, 0), SHIM_STEP_ANSWER);
     assert_true(shim_step_answers(SHIM_STEP_ANSWER));
-    assert_int_equal(t.n, 0);
-    assert_false(t.capped);
-    assert_false(t.foreign);
-    assert_int_equal(input_items(&c), before); /* no next request */
-    shim_turn_free(&t);
-    close_conv(&c);
+    assert_int_equal(t->n, 0);
+    assert_false(t->capped);
+    assert_false(t->foreign);
+    assert_int_equal(input_items(c), before); /* no next request */
+    shim_turn_free(t);
 }
 
 static void code_calls_run_and_the_upstream_is_called_again(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
     const cJSON *last;
     int before;
-    (void)state;
 
-    open_conv(&c, &shim_responses_ops, resp_req, 5);
-    before = input_items(&c);
-    assert_int_equal(turn(&c, REPLY(CALL("a", "1+1") "," CALL("b", "2+2")), &t, 0),
+    before = input_items(c);
+    assert_int_equal(turn(c, REPLY(CALL("a", "1+1") "," CALL("b", "2+2")), t, 0),
                      SHIM_STEP_AGAIN);
     assert_false(shim_step_answers(SHIM_STEP_AGAIN));
-    assert_int_equal(t.n, 2);
-    assert_int_equal(t.nrun, 2);
-    assert_int_equal(c.s.executed, 2);
-    assert_false(t.calls[0].skipped || t.calls[1].skipped);
+    assert_int_equal(t->n, 2);
+    assert_int_equal(t->nrun, 2);
+    assert_int_equal(c->s.executed, 2);
+    assert_false(t->calls[0].skipped || t->calls[1].skipped);
     /* the next request carries both calls and their outputs */
-    assert_int_equal(input_items(&c), before + 4);
-    last = cJSON_GetArrayItem(cJSON_GetObjectItem(c.up, "input"), before + 3);
+    assert_int_equal(input_items(c), before + 4);
+    last = cJSON_GetArrayItem(cJSON_GetObjectItem(c->up, "input"), before + 3);
     assert_string_equal(shim_json_str(last, "type"), "function_call_output");
     assert_string_equal(shim_json_str(last, "call_id"), "call_b");
     assert_string_equal(shim_json_str(last, "output"), "2\n");
-    assert_true(shim_step_room(&c.s));
-    shim_turn_free(&t);
-    close_conv(&c);
+    assert_true(shim_step_room(&c->s));
+    shim_turn_free(t);
 }
 
 static void the_cap_skips_calls_then_asks_once_more_without_tools(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
-    (void)state;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
 
-    open_conv(&c, &shim_responses_ops, resp_req, 1);
-    assert_int_equal(turn(&c, REPLY(CALL("a", "1+1") "," CALL("b", "2+2")), &t, 0),
+    assert_int_equal(turn(c, REPLY(CALL("a", "1+1") "," CALL("b", "2+2")), t, 0),
                      SHIM_STEP_FINAL);
-    assert_int_equal(t.nrun, 1);
-    assert_false(t.calls[0].skipped);
-    assert_true(t.calls[1].skipped);
-    assert_false(t.calls[1].executed);
-    assert_non_null(strstr(t.calls[1].output, "reached its limit of 1 code executions"));
-    assert_true(c.s.capped);
-    assert_false(shim_step_room(&c.s));
-    assert_string_equal(shim_json_str(c.up, "tool_choice"), "none");
-    shim_turn_free(&t);
+    assert_int_equal(t->nrun, 1);
+    assert_false(t->calls[0].skipped);
+    assert_true(t->calls[1].skipped);
+    assert_false(t->calls[1].executed);
+    assert_non_null(strstr(t->calls[1].output, "reached its limit of 1 code executions"));
+    assert_true(c->s.capped);
+    assert_false(shim_step_room(&c->s));
+    assert_string_equal(shim_json_str(c->up, "tool_choice"), "none");
+    shim_turn_free(t);
 
     /* the model calls the tool all the same: nothing runs, the answer is capped */
-    assert_int_equal(turn(&c, REPLY(CALL("c", "3+3")), &t, 0), SHIM_STEP_CAPPED);
-    assert_int_equal(t.nrun, 0);
-    assert_true(t.calls[0].skipped);
-    assert_true(t.capped);
-    assert_int_equal(c.s.executed, 1);
-    shim_turn_free(&t);
-    close_conv(&c);
+    assert_int_equal(turn(c, REPLY(CALL("c", "3+3")), t, 0), SHIM_STEP_CAPPED);
+    assert_int_equal(t->nrun, 0);
+    assert_true(t->calls[0].skipped);
+    assert_true(t->capped);
+    assert_int_equal(c->s.executed, 1);
+    shim_turn_free(t);
 }
 
 static void the_final_answer_after_the_cap_is_capped(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
-    (void)state;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
 
-    open_conv(&c, &shim_responses_ops, resp_req, 1);
-    assert_int_equal(turn(&c, REPLY(CALL("a", "1") "," CALL("b", "2")), &t, 0),
+    assert_int_equal(turn(c, REPLY(CALL("a", "1") "," CALL("b", "2")), t, 0),
                      SHIM_STEP_FINAL);
-    shim_turn_free(&t);
-    assert_int_equal(turn(&c, REPLY(MESSAGE), &t, 0), SHIM_STEP_CAPPED);
-    assert_true(t.capped);
-    shim_turn_free(&t);
-    close_conv(&c);
+    shim_turn_free(t);
+    assert_int_equal(turn(c, REPLY(MESSAGE), t, 0), SHIM_STEP_CAPPED);
+    assert_true(t->capped);
+    shim_turn_free(t);
 }
 
 static void a_program_tool_among_code_calls_is_handed_back(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
     int before;
-    (void)state;
 
-    open_conv(&c, &shim_responses_ops, resp_req, 5);
-    before = input_items(&c);
-    assert_int_equal(turn(&c, REPLY(CALL("a", "1+1") "," WEATHER), &t, 0), SHIM_STEP_HANDBACK);
+    before = input_items(c);
+    assert_int_equal(turn(c, REPLY(CALL("a", "1+1") "," WEATHER), t, 0), SHIM_STEP_HANDBACK);
     assert_true(shim_step_answers(SHIM_STEP_HANDBACK));
-    assert_true(t.foreign);
-    assert_int_equal(t.n, 1); /* codeshim's call still runs before the hand-back */
-    assert_int_equal(t.nrun, 1);
-    assert_true(t.calls[0].executed);
-    assert_false(t.capped);
-    assert_int_equal(input_items(&c), before);
-    shim_turn_free(&t);
-    close_conv(&c);
+    assert_true(t->foreign);
+    assert_int_equal(t->n, 1); /* codeshim's call still runs before the hand-back */
+    assert_int_equal(t->nrun, 1);
+    assert_true(t->calls[0].executed);
+    assert_false(t->capped);
+    assert_int_equal(input_items(c), before);
+    shim_turn_free(t);
 }
 
 static void a_program_tool_over_the_cap_is_handed_back_capped(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
-    (void)state;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
 
     /* no final call: the program answers its tool in a request of its own */
-    open_conv(&c, &shim_responses_ops, resp_req, 1);
-    assert_int_equal(turn(&c, REPLY(CALL("a", "1") "," WEATHER "," CALL("b", "2")), &t, 0),
+    assert_int_equal(turn(c, REPLY(CALL("a", "1") "," WEATHER "," CALL("b", "2")), t, 0),
                      SHIM_STEP_HANDBACK);
-    assert_int_equal(t.nrun, 1);
-    assert_true(t.calls[1].skipped);
-    assert_true(t.capped);
-    assert_false(c.s.capped);
-    assert_null(cJSON_GetObjectItem(c.up, "tool_choice"));
-    shim_turn_free(&t);
-    close_conv(&c);
+    assert_int_equal(t->nrun, 1);
+    assert_true(t->calls[1].skipped);
+    assert_true(t->capped);
+    assert_false(c->s.capped);
+    assert_null(cJSON_GetObjectItem(c->up, "tool_choice"));
+    shim_turn_free(t);
 }
 
 static void malformed_replies_are_refused(void **state)
@@ -300,40 +325,38 @@ static void chat_calls_run_then_the_answer(void **state)
 
 static void a_stopped_program_or_a_refusal_ends_it(void **state)
 {
-    struct conv c;
-    struct shim_turn t;
+    struct fx *f = *state;
+    struct conv *c = &f->c;
+    struct shim_turn *t = &f->t;
     int before;
-    (void)state;
 
-    open_conv(&c, &shim_responses_ops, resp_req, 1);
-    before = input_items(&c);
+    before = input_items(c);
     /* over the cap, but the program stopped reading: no final call */
-    assert_int_equal(turn(&c, REPLY(CALL("a", "1") "," CALL("b", "2")), &t,
+    assert_int_equal(turn(c, REPLY(CALL("a", "1") "," CALL("b", "2")), t,
                           SHIM_STEP_STOP | SHIM_STEP_REFUSE),
                      SHIM_STEP_STOPPED);
     assert_false(shim_step_answers(SHIM_STEP_STOPPED));
-    assert_false(c.s.capped);
-    assert_int_equal(input_items(&c), before);
-    shim_turn_free(&t);
-    assert_int_equal(turn(&c, REPLY(CALL("c", "3")), &t, SHIM_STEP_REFUSE), SHIM_STEP_REFUSED);
+    assert_false(c->s.capped);
+    assert_int_equal(input_items(c), before);
+    shim_turn_free(t);
+    assert_int_equal(turn(c, REPLY(CALL("c", "3")), t, SHIM_STEP_REFUSE), SHIM_STEP_REFUSED);
     assert_false(shim_step_answers(SHIM_STEP_REFUSED));
-    assert_int_equal(input_items(&c), before);
-    shim_turn_free(&t);
-    close_conv(&c);
+    assert_int_equal(input_items(c), before);
+    shim_turn_free(t);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(an_answer_is_delivered),
-        cmocka_unit_test(code_calls_run_and_the_upstream_is_called_again),
-        cmocka_unit_test(the_cap_skips_calls_then_asks_once_more_without_tools),
-        cmocka_unit_test(the_final_answer_after_the_cap_is_capped),
-        cmocka_unit_test(a_program_tool_among_code_calls_is_handed_back),
-        cmocka_unit_test(a_program_tool_over_the_cap_is_handed_back_capped),
+        cmocka_unit_test_setup_teardown(an_answer_is_delivered, cap5, close_fx),
+        cmocka_unit_test_setup_teardown(code_calls_run_and_the_upstream_is_called_again, cap5, close_fx),
+        cmocka_unit_test_setup_teardown(the_cap_skips_calls_then_asks_once_more_without_tools, cap1, close_fx),
+        cmocka_unit_test_setup_teardown(the_final_answer_after_the_cap_is_capped, cap1, close_fx),
+        cmocka_unit_test_setup_teardown(a_program_tool_among_code_calls_is_handed_back, cap5, close_fx),
+        cmocka_unit_test_setup_teardown(a_program_tool_over_the_cap_is_handed_back_capped, cap1, close_fx),
         cmocka_unit_test(malformed_replies_are_refused),
         cmocka_unit_test(chat_calls_run_then_the_answer),
-        cmocka_unit_test(a_stopped_program_or_a_refusal_ends_it),
+        cmocka_unit_test_setup_teardown(a_stopped_program_or_a_refusal_ends_it, cap1, close_fx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

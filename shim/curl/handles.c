@@ -23,9 +23,11 @@ struct entry {
     CURL *h;
     enum shim_flavor flavor;
     char *url;
-    /* the URL's classification, made when it is set, not at every perform */
+    /* the URL's classification, made by the first perform that needs it
+     * (url_known 1), not at every perform nor when it is set: a transfer
+     * whose method and body already say "not ours" never parses its URL */
     enum shim_api url_api;
-    int url_containers;
+    int url_known;
     char *custom_request;
     int method;
     const char *postfields; /* borrowed, or == copied */
@@ -223,10 +225,15 @@ static char *joined(const struct curl_slist *l)
     return out;
 }
 
-static void classify_url(struct entry *e)
+/* e's URL's API, classified once for each URL set (under the lock, as
+ * every libcurl call codeshim makes while recording). */
+static enum shim_api url_api(struct entry *e)
 {
-    e->url_api = shim_classify_url(e->url);
-    e->url_containers = shim_classify_maybe_containers(e->url);
+    if (!e->url_known) {
+        e->url_api = e->url ? shim_classify_url(e->url) : SHIM_API_NONE;
+        e->url_known = 1;
+    }
+    return e->url_api;
 }
 
 /* Mirrors how libcurl's setopt.c moves between request methods. */
@@ -236,7 +243,7 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_URL:
         free(e->url);
         e->url = dup_or_null(v.p);
-        classify_url(e);
+        e->url_known = 0;
         break;
     case CURLOPT_CUSTOMREQUEST:
         free(e->custom_request);
@@ -532,7 +539,7 @@ static void refresh_curlu(CURL *h)
         free(e->url);
         e->url = copy;
         copy = NULL;
-        classify_url(e);
+        e->url_known = 0;
     }
     pthread_mutex_unlock(&lock);
     free(copy);
@@ -561,20 +568,20 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
             clear_answer(&e->ans);
         *stale = e->giveback;
         e->giveback = NULL;
-        if (e->url_api != SHIM_API_NONE && is_post(e) && body_from_cb(e, &size)) {
+        if (is_post(e) && body_from_cb(e, &size)) {
             /* known to be too large or empty: libcurl's, unread */
-            if (size < 0 || (size > 0 && (uint64_t)size <= max_body)) {
+            if ((size < 0 || (size > 0 && (uint64_t)size <= max_body)) &&
+                url_api(e) != SHIM_API_NONE) {
                 kind = e->url_api;
                 *read_body = 1;
             }
-        } else if (e->url_api != SHIM_API_NONE &&
-                   shim_classify_may_be_ours(is_post(e), e->custom_request, e->postfields,
+        } else if (shim_classify_may_be_ours(is_post(e), e->custom_request, e->postfields,
                                              e->postsize >= 0 ? (size_t)e->postsize
                                                               : SHIM_BODY_STRING,
                                              max_body)) {
-            kind = e->url_api; /* its URL's, classified when it was set */
+            kind = url_api(e); /* its URL's, classified once */
         }
-        if (kind == SHIM_API_NONE && e->url_containers) {
+        if (kind == SHIM_API_NONE && shim_classify_maybe_containers(e->url)) {
             kind = SHIM_API_CONTAINERS;
             *read_body = is_post(e) && body_from_cb(e, &size) && size != 0 &&
                          (size < 0 || (uint64_t)size <= max_body);
@@ -844,8 +851,8 @@ void shim_handles_dup(CURL *from, CURL *to)
         dst->h = to;
         memset(&dst->ans, 0, sizeof(dst->ans));
         dst->giveback = NULL; /* the source's; preload.c sets the dup's callback back */
-        dst->url = dup_or_null(src->url);
-        classify_url(dst);
+        dst->url = dup_or_null(src->url); /* the same URL: its class too */
+        dst->url_known = src->url_known && (dst->url || !src->url);
         dst->custom_request = dup_or_null(src->custom_request);
         for (size_t i = 0; i < SHIM_HANDLE_NET; i++)
             dst->net[i] = dup_or_null(src->net[i]);

@@ -236,8 +236,9 @@ static enum shim_api url_api(struct entry *e)
     return e->url_api;
 }
 
-/* Mirrors how libcurl's setopt.c moves between request methods. */
-static void apply(struct entry *e, CURLoption opt, union shim_optval v)
+/* Where the request goes and what it is called: URL, custom request,
+ * headers. 1 when opt is one of these. */
+static int apply_target(struct entry *e, CURLoption opt, union shim_optval v)
 {
     switch (opt) {
     case CURLOPT_URL:
@@ -249,6 +250,20 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         free(e->custom_request);
         e->custom_request = dup_or_null(v.p);
         break;
+    case CURLOPT_HTTPHEADER:
+        e->headers = v.p;
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* An in-memory body: POSTFIELDS (borrowed), COPYPOSTFIELDS (copied at
+ * the size in force) and that size; either body makes the method POST. */
+static int apply_postfields(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_POSTFIELDS:
         e->postfields = v.p;
         e->method = SHIM_METHOD_POST;
@@ -286,6 +301,16 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->postsize = n;
         break;
     }
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The method, moving between methods as libcurl's setopt.c does. */
+static int apply_method(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_POST:
         e->method = v.l ? SHIM_METHOD_POST : SHIM_METHOD_GET;
         break;
@@ -308,9 +333,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_MIMEPOST:
         e->method = SHIM_METHOD_POST_MIME;
         break;
-    case CURLOPT_HTTPHEADER:
-        e->headers = v.p;
-        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* A body libcurl would read through the program's callbacks, and a
+ * CURLOPT_CURLU URL. */
+static int apply_body_cb(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_READFUNCTION:
         e->src.read_cb = (curl_read_callback)v.fn;
         break;
@@ -338,6 +371,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_CURLU:
         e->curlu = v.p;
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* How the answer is handed to the program: write and header callbacks,
+ * failure and header options, the error buffer. */
+static int apply_delivery(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_WRITEFUNCTION:
         e->write_cb = (shim_write_fn)v.fn;
         break;
@@ -360,6 +404,16 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* What bounds and reports the transfer (limits.h). */
+static int apply_limits(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_TIMEOUT:
         e->lim.timeout_ms = v.l > 0 && v.l < LONG_MAX / 1000 ? v.l * 1000 : v.l > 0 ? LONG_MAX : 0;
         break;
@@ -378,6 +432,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
         e->lim.progress_data = v.p;
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* What codeshim's own calls honour (CA, proxy, resolve) and the
+ * connection callbacks relay.c runs on the program's thread. */
+static int apply_net(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY: {
         size_t i = opt == CURLOPT_CAINFO ? 0 : opt == CURLOPT_CAPATH ? 1
                  : opt == CURLOPT_PROXY ? 2 : 3;
@@ -404,8 +469,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->net[4] = joined(v.p);
         break;
     default:
-        break;
+        return 0;
     }
+    return 1;
+}
+
+/* Records one option into e, by concern. */
+static void apply(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    (void)(apply_target(e, opt, v) || apply_postfields(e, opt, v) || apply_method(e, opt, v) ||
+           apply_body_cb(e, opt, v) || apply_delivery(e, opt, v) || apply_limits(e, opt, v) ||
+           apply_net(e, opt, v));
 }
 
 /* The options codeshim records: SHIM_OPT_RECORD for the ones apply()

@@ -47,6 +47,7 @@ struct entry {
     struct shim_handle_limits lim; /* timeout and progress (limits.h) */
     struct shim_handle_cbs cbs;    /* connection callbacks (handles.h) */
     struct shim_creds creds; /* digests: a credential itself is never kept */
+    int creds_set;           /* a credential option was ever set non-NULL */
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
 };
@@ -474,47 +475,71 @@ static int apply_net(struct entry *e, CURLoption opt, union shim_optval v)
     return 1;
 }
 
-/* Records one option into e, by concern. */
+/* The concerns apply() hands an option to: its group in shim_handles_opt. */
+enum { G_TARGET, G_POSTFIELDS, G_METHOD, G_BODY_CB, G_DELIVERY, G_LIMITS, G_NET };
+static int (*const appliers[])(struct entry *, CURLoption, union shim_optval) = {
+    [G_TARGET] = apply_target,     [G_POSTFIELDS] = apply_postfields,
+    [G_METHOD] = apply_method,     [G_BODY_CB] = apply_body_cb,
+    [G_DELIVERY] = apply_delivery, [G_LIMITS] = apply_limits,
+    [G_NET] = apply_net,
+};
+
+/* Records one recorded option into e: one load finds its concern. */
 static void apply(struct entry *e, CURLoption opt, union shim_optval v)
 {
-    (void)(apply_target(e, opt, v) || apply_postfields(e, opt, v) || apply_method(e, opt, v) ||
-           apply_body_cb(e, opt, v) || apply_delivery(e, opt, v) || apply_limits(e, opt, v) ||
-           apply_net(e, opt, v));
+    (void)appliers[shim_handles_opt[SHIM_OPT_SLOT(opt)] >> 2 & 7](e, opt, v);
 }
 
 /* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
  * reads, SHIM_OPT_CRED for the credentials (kept as digests, identity.h).
  * A constant table with one slot per option (SHIM_OPT_SLOT: its low ten
  * bits mixed with those from the ninth up, where libcurl's type base, a
- * multiple of 10000, shows; no two recorded options share a slot), holding the option and its kind: the check in
+ * multiple of 10000, shows; no two recorded options share a slot), holding
+ * the option, its kind and the concern apply() hands it to: the check in
  * every setopt wrapper is one load and one compare (shim_handles_wants).
  * Two options in one slot would initialise it twice, which the compiler
  * rejects (-Werror=override-init, part of -Wextra). */
-#define SLOT(o, kind) [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << 2 | (kind),
-#define RECORD(o) SLOT(o, SHIM_OPT_RECORD)
-#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED)
+#define SLOT(o, kind, group) \
+    [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << SHIM_OPT_SHIFT | (uint32_t)(group) << 2 | (kind),
+#define RECORD(o, group) SLOT(o, SHIM_OPT_RECORD, group)
+#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED, 0)
 const uint32_t shim_handles_opt[SHIM_OPT_SLOTS] = {
-    RECORD(CURLOPT_URL) RECORD(CURLOPT_CUSTOMREQUEST) RECORD(CURLOPT_POSTFIELDS)
-    RECORD(CURLOPT_COPYPOSTFIELDS) RECORD(CURLOPT_POSTFIELDSIZE)
-    RECORD(CURLOPT_POSTFIELDSIZE_LARGE) RECORD(CURLOPT_POST) RECORD(CURLOPT_HTTPGET)
-    RECORD(CURLOPT_NOBODY) RECORD(CURLOPT_UPLOAD) RECORD(CURLOPT_HTTPPOST)
-    RECORD(CURLOPT_MIMEPOST) RECORD(CURLOPT_HTTPHEADER) RECORD(CURLOPT_WRITEFUNCTION)
-    RECORD(CURLOPT_WRITEDATA) RECORD(CURLOPT_HEADERFUNCTION) RECORD(CURLOPT_HEADERDATA)
-    RECORD(CURLOPT_FAILONERROR) RECORD(CURLOPT_HEADER) RECORD(CURLOPT_ERRORBUFFER)
-    RECORD(CURLOPT_CAINFO) RECORD(CURLOPT_CAPATH) RECORD(CURLOPT_PROXY)
-    RECORD(CURLOPT_NOPROXY) RECORD(CURLOPT_READFUNCTION) RECORD(CURLOPT_READDATA)
-    RECORD(CURLOPT_SEEKFUNCTION) RECORD(CURLOPT_SEEKDATA) RECORD(CURLOPT_IOCTLFUNCTION)
-    RECORD(CURLOPT_IOCTLDATA) RECORD(CURLOPT_INFILESIZE) RECORD(CURLOPT_INFILESIZE_LARGE)
-    RECORD(CURLOPT_CURLU) RECORD(CURLOPT_TIMEOUT) RECORD(CURLOPT_TIMEOUT_MS)
-    RECORD(CURLOPT_NOPROGRESS) RECORD(CURLOPT_XFERINFOFUNCTION)
-    RECORD(CURLOPT_PROGRESSFUNCTION) RECORD(CURLOPT_XFERINFODATA) RECORD(CURLOPT_RESOLVE)
+    /* where the request goes */
+    RECORD(CURLOPT_URL, G_TARGET) RECORD(CURLOPT_CUSTOMREQUEST, G_TARGET)
+    RECORD(CURLOPT_HTTPHEADER, G_TARGET)
+    /* an in-memory body */
+    RECORD(CURLOPT_POSTFIELDS, G_POSTFIELDS) RECORD(CURLOPT_COPYPOSTFIELDS, G_POSTFIELDS)
+    RECORD(CURLOPT_POSTFIELDSIZE, G_POSTFIELDS)
+    RECORD(CURLOPT_POSTFIELDSIZE_LARGE, G_POSTFIELDS)
+    /* the method */
+    RECORD(CURLOPT_POST, G_METHOD) RECORD(CURLOPT_HTTPGET, G_METHOD)
+    RECORD(CURLOPT_NOBODY, G_METHOD) RECORD(CURLOPT_UPLOAD, G_METHOD)
+    RECORD(CURLOPT_HTTPPOST, G_METHOD) RECORD(CURLOPT_MIMEPOST, G_METHOD)
+    /* a body read through callbacks */
+    RECORD(CURLOPT_READFUNCTION, G_BODY_CB) RECORD(CURLOPT_READDATA, G_BODY_CB)
+    RECORD(CURLOPT_SEEKFUNCTION, G_BODY_CB) RECORD(CURLOPT_SEEKDATA, G_BODY_CB)
+    RECORD(CURLOPT_IOCTLFUNCTION, G_BODY_CB) RECORD(CURLOPT_IOCTLDATA, G_BODY_CB)
+    RECORD(CURLOPT_INFILESIZE, G_BODY_CB) RECORD(CURLOPT_INFILESIZE_LARGE, G_BODY_CB)
+    RECORD(CURLOPT_CURLU, G_BODY_CB)
+    /* delivery */
+    RECORD(CURLOPT_WRITEFUNCTION, G_DELIVERY) RECORD(CURLOPT_WRITEDATA, G_DELIVERY)
+    RECORD(CURLOPT_HEADERFUNCTION, G_DELIVERY) RECORD(CURLOPT_HEADERDATA, G_DELIVERY)
+    RECORD(CURLOPT_FAILONERROR, G_DELIVERY) RECORD(CURLOPT_HEADER, G_DELIVERY)
+    RECORD(CURLOPT_ERRORBUFFER, G_DELIVERY)
+    /* limits and progress */
+    RECORD(CURLOPT_TIMEOUT, G_LIMITS) RECORD(CURLOPT_TIMEOUT_MS, G_LIMITS)
+    RECORD(CURLOPT_NOPROGRESS, G_LIMITS) RECORD(CURLOPT_XFERINFOFUNCTION, G_LIMITS)
+    RECORD(CURLOPT_PROGRESSFUNCTION, G_LIMITS) RECORD(CURLOPT_XFERINFODATA, G_LIMITS)
+    /* what codeshim's own calls honour */
+    RECORD(CURLOPT_CAINFO, G_NET) RECORD(CURLOPT_CAPATH, G_NET) RECORD(CURLOPT_PROXY, G_NET)
+    RECORD(CURLOPT_NOPROXY, G_NET) RECORD(CURLOPT_RESOLVE, G_NET)
     /* the connection callbacks relay.c runs on the program's thread */
-    RECORD(CURLOPT_OPENSOCKETFUNCTION) RECORD(CURLOPT_OPENSOCKETDATA)
-    RECORD(CURLOPT_SOCKOPTFUNCTION) RECORD(CURLOPT_SOCKOPTDATA)
-    RECORD(CURLOPT_CLOSESOCKETFUNCTION) RECORD(CURLOPT_CLOSESOCKETDATA)
-    RECORD(CURLOPT_PREREQFUNCTION) RECORD(CURLOPT_PREREQDATA)
-    RECORD(CURLOPT_RESOLVER_START_FUNCTION) RECORD(CURLOPT_RESOLVER_START_DATA)
-    RECORD(CURLOPT_SSL_CTX_FUNCTION) RECORD(CURLOPT_SSL_CTX_DATA)
+    RECORD(CURLOPT_OPENSOCKETFUNCTION, G_NET) RECORD(CURLOPT_OPENSOCKETDATA, G_NET)
+    RECORD(CURLOPT_SOCKOPTFUNCTION, G_NET) RECORD(CURLOPT_SOCKOPTDATA, G_NET)
+    RECORD(CURLOPT_CLOSESOCKETFUNCTION, G_NET) RECORD(CURLOPT_CLOSESOCKETDATA, G_NET)
+    RECORD(CURLOPT_PREREQFUNCTION, G_NET) RECORD(CURLOPT_PREREQDATA, G_NET)
+    RECORD(CURLOPT_RESOLVER_START_FUNCTION, G_NET) RECORD(CURLOPT_RESOLVER_START_DATA, G_NET)
+    RECORD(CURLOPT_SSL_CTX_FUNCTION, G_NET) RECORD(CURLOPT_SSL_CTX_DATA, G_NET)
     SHIM_CRED_OPTIONS(CRED)
 };
 #undef CRED
@@ -530,7 +555,7 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
 
     if (!h || !kind)
         return;
-    if (kind == SHIM_OPT_CRED)
+    if (kind == SHIM_OPT_CRED && v.p)
         shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
     if (h == last_h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last_gen) {
         e = last_e;
@@ -546,9 +571,16 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
             last_gen = gen;
         }
     }
-    if (e && kind == SHIM_OPT_CRED)
-        shim_identity_apply(&e->creds, &cred);
-    else if (e)
+    if (e && kind == SHIM_OPT_CRED) {
+        /* a NULL clears (no hashing); on a handle that never had a
+         * credential, whose slots are all empty, it changes nothing (the
+         * curl CLI clears five on every handle) */
+        if (!v.p && e->creds_set)
+            shim_identity_digest(&cred, opt, NULL);
+        if (v.p || e->creds_set)
+            shim_identity_apply(&e->creds, &cred);
+        e->creds_set |= v.p != NULL;
+    } else if (e)
         apply(e, opt, v);
     if (locked)
         pthread_mutex_unlock(&lock);

@@ -1144,10 +1144,14 @@ static void connection_callbacks_and_curlu_are_recorded(void **state)
     assert_ptr_equal(v.cbs.ssl_ctx_data, (void *)0x105);
     shim_handle_view_free(&v);
 
+    /* a URL classified by one perform, then a CURLU one: classified anew */
+    rec_p(h, CURLOPT_URL, "http://up.test/other");
+    rec_p(h, CURLOPT_POSTFIELDS, "{\"tools\":[{\"type\":\"code_interpreter\"}]}");
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &rb, &stale), SHIM_API_NONE);
     assert_non_null(u);
     assert_int_equal(curl_url_set(u, CURLUPART_URL, "http://up.test/v1/responses", 0), CURLUE_OK);
     rec_p(h, CURLOPT_CURLU, u);
-    shim_handles_begin(h, 1 << 20, &rb, &stale);
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &rb, &stale), SHIM_API_RESPONSES);
     view(h, &v);
     assert_non_null(v.url);
     assert_string_equal(v.url, "http://up.test/v1/responses");

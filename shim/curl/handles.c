@@ -23,9 +23,11 @@ struct entry {
     CURL *h;
     enum shim_flavor flavor;
     char *url;
-    /* the URL's classification, made when it is set, not at every perform */
+    /* the URL's classification, made by the first perform that needs it
+     * (url_known 1), not at every perform nor when it is set: a transfer
+     * whose method and body already say "not ours" never parses its URL */
     enum shim_api url_api;
-    int url_containers;
+    int url_known;
     char *custom_request;
     int method;
     const char *postfields; /* borrowed, or == copied */
@@ -45,6 +47,7 @@ struct entry {
     struct shim_handle_limits lim; /* timeout and progress (limits.h) */
     struct shim_handle_cbs cbs;    /* connection callbacks (handles.h) */
     struct shim_creds creds; /* digests: a credential itself is never kept */
+    int creds_set;           /* a credential option was ever set non-NULL */
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
 };
@@ -223,25 +226,45 @@ static char *joined(const struct curl_slist *l)
     return out;
 }
 
-static void classify_url(struct entry *e)
+/* e's URL's API, classified once for each URL set (under the lock, as
+ * every libcurl call codeshim makes while recording). */
+static enum shim_api url_api(struct entry *e)
 {
-    e->url_api = shim_classify_url(e->url);
-    e->url_containers = shim_classify_maybe_containers(e->url);
+    if (!e->url_known) {
+        e->url_api = e->url ? shim_classify_url(e->url) : SHIM_API_NONE;
+        e->url_known = 1;
+    }
+    return e->url_api;
 }
 
-/* Mirrors how libcurl's setopt.c moves between request methods. */
-static void apply(struct entry *e, CURLoption opt, union shim_optval v)
+/* Where the request goes and what it is called: URL, custom request,
+ * headers. 1 when opt is one of these. */
+static int apply_target(struct entry *e, CURLoption opt, union shim_optval v)
 {
     switch (opt) {
     case CURLOPT_URL:
         free(e->url);
         e->url = dup_or_null(v.p);
-        classify_url(e);
+        e->url_known = 0;
         break;
     case CURLOPT_CUSTOMREQUEST:
         free(e->custom_request);
         e->custom_request = dup_or_null(v.p);
         break;
+    case CURLOPT_HTTPHEADER:
+        e->headers = v.p;
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* An in-memory body: POSTFIELDS (borrowed), COPYPOSTFIELDS (copied at
+ * the size in force) and that size; either body makes the method POST. */
+static int apply_postfields(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_POSTFIELDS:
         e->postfields = v.p;
         e->method = SHIM_METHOD_POST;
@@ -279,6 +302,16 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->postsize = n;
         break;
     }
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The method, moving between methods as libcurl's setopt.c does. */
+static int apply_method(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_POST:
         e->method = v.l ? SHIM_METHOD_POST : SHIM_METHOD_GET;
         break;
@@ -301,9 +334,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_MIMEPOST:
         e->method = SHIM_METHOD_POST_MIME;
         break;
-    case CURLOPT_HTTPHEADER:
-        e->headers = v.p;
-        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* A body libcurl would read through the program's callbacks, and a
+ * CURLOPT_CURLU URL. */
+static int apply_body_cb(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_READFUNCTION:
         e->src.read_cb = (curl_read_callback)v.fn;
         break;
@@ -331,6 +372,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_CURLU:
         e->curlu = v.p;
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* How the answer is handed to the program: write and header callbacks,
+ * failure and header options, the error buffer. */
+static int apply_delivery(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_WRITEFUNCTION:
         e->write_cb = (shim_write_fn)v.fn;
         break;
@@ -353,6 +405,16 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* What bounds and reports the transfer (limits.h). */
+static int apply_limits(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_TIMEOUT:
         e->lim.timeout_ms = v.l > 0 && v.l < LONG_MAX / 1000 ? v.l * 1000 : v.l > 0 ? LONG_MAX : 0;
         break;
@@ -371,6 +433,17 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
     case CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
         e->lim.progress_data = v.p;
         break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* What codeshim's own calls honour (CA, proxy, resolve) and the
+ * connection callbacks relay.c runs on the program's thread. */
+static int apply_net(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    switch (opt) {
     case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY: {
         size_t i = opt == CURLOPT_CAINFO ? 0 : opt == CURLOPT_CAPATH ? 1
                  : opt == CURLOPT_PROXY ? 2 : 3;
@@ -397,43 +470,76 @@ static void apply(struct entry *e, CURLoption opt, union shim_optval v)
         e->net[4] = joined(v.p);
         break;
     default:
-        break;
+        return 0;
     }
+    return 1;
+}
+
+/* The concerns apply() hands an option to: its group in shim_handles_opt. */
+enum { G_TARGET, G_POSTFIELDS, G_METHOD, G_BODY_CB, G_DELIVERY, G_LIMITS, G_NET };
+static int (*const appliers[])(struct entry *, CURLoption, union shim_optval) = {
+    [G_TARGET] = apply_target,     [G_POSTFIELDS] = apply_postfields,
+    [G_METHOD] = apply_method,     [G_BODY_CB] = apply_body_cb,
+    [G_DELIVERY] = apply_delivery, [G_LIMITS] = apply_limits,
+    [G_NET] = apply_net,
+};
+
+/* Records one recorded option into e: one load finds its concern. */
+static void apply(struct entry *e, CURLoption opt, union shim_optval v)
+{
+    (void)appliers[shim_handles_opt[SHIM_OPT_SLOT(opt)] >> 2 & 7](e, opt, v);
 }
 
 /* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
  * reads, SHIM_OPT_CRED for the credentials (kept as digests, identity.h).
  * A constant table with one slot per option (SHIM_OPT_SLOT: its low ten
  * bits mixed with those from the ninth up, where libcurl's type base, a
- * multiple of 10000, shows; no two recorded options share a slot), holding the option and its kind: the check in
+ * multiple of 10000, shows; no two recorded options share a slot), holding
+ * the option, its kind and the concern apply() hands it to: the check in
  * every setopt wrapper is one load and one compare (shim_handles_wants).
  * Two options in one slot would initialise it twice, which the compiler
  * rejects (-Werror=override-init, part of -Wextra). */
-#define SLOT(o, kind) [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << 2 | (kind),
-#define RECORD(o) SLOT(o, SHIM_OPT_RECORD)
-#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED)
+#define SLOT(o, kind, group) \
+    [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << SHIM_OPT_SHIFT | (uint32_t)(group) << 2 | (kind),
+#define RECORD(o, group) SLOT(o, SHIM_OPT_RECORD, group)
+#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED, 0)
 const uint32_t shim_handles_opt[SHIM_OPT_SLOTS] = {
-    RECORD(CURLOPT_URL) RECORD(CURLOPT_CUSTOMREQUEST) RECORD(CURLOPT_POSTFIELDS)
-    RECORD(CURLOPT_COPYPOSTFIELDS) RECORD(CURLOPT_POSTFIELDSIZE)
-    RECORD(CURLOPT_POSTFIELDSIZE_LARGE) RECORD(CURLOPT_POST) RECORD(CURLOPT_HTTPGET)
-    RECORD(CURLOPT_NOBODY) RECORD(CURLOPT_UPLOAD) RECORD(CURLOPT_HTTPPOST)
-    RECORD(CURLOPT_MIMEPOST) RECORD(CURLOPT_HTTPHEADER) RECORD(CURLOPT_WRITEFUNCTION)
-    RECORD(CURLOPT_WRITEDATA) RECORD(CURLOPT_HEADERFUNCTION) RECORD(CURLOPT_HEADERDATA)
-    RECORD(CURLOPT_FAILONERROR) RECORD(CURLOPT_HEADER) RECORD(CURLOPT_ERRORBUFFER)
-    RECORD(CURLOPT_CAINFO) RECORD(CURLOPT_CAPATH) RECORD(CURLOPT_PROXY)
-    RECORD(CURLOPT_NOPROXY) RECORD(CURLOPT_READFUNCTION) RECORD(CURLOPT_READDATA)
-    RECORD(CURLOPT_SEEKFUNCTION) RECORD(CURLOPT_SEEKDATA) RECORD(CURLOPT_IOCTLFUNCTION)
-    RECORD(CURLOPT_IOCTLDATA) RECORD(CURLOPT_INFILESIZE) RECORD(CURLOPT_INFILESIZE_LARGE)
-    RECORD(CURLOPT_CURLU) RECORD(CURLOPT_TIMEOUT) RECORD(CURLOPT_TIMEOUT_MS)
-    RECORD(CURLOPT_NOPROGRESS) RECORD(CURLOPT_XFERINFOFUNCTION)
-    RECORD(CURLOPT_PROGRESSFUNCTION) RECORD(CURLOPT_XFERINFODATA) RECORD(CURLOPT_RESOLVE)
+    /* where the request goes */
+    RECORD(CURLOPT_URL, G_TARGET) RECORD(CURLOPT_CUSTOMREQUEST, G_TARGET)
+    RECORD(CURLOPT_HTTPHEADER, G_TARGET)
+    /* an in-memory body */
+    RECORD(CURLOPT_POSTFIELDS, G_POSTFIELDS) RECORD(CURLOPT_COPYPOSTFIELDS, G_POSTFIELDS)
+    RECORD(CURLOPT_POSTFIELDSIZE, G_POSTFIELDS)
+    RECORD(CURLOPT_POSTFIELDSIZE_LARGE, G_POSTFIELDS)
+    /* the method */
+    RECORD(CURLOPT_POST, G_METHOD) RECORD(CURLOPT_HTTPGET, G_METHOD)
+    RECORD(CURLOPT_NOBODY, G_METHOD) RECORD(CURLOPT_UPLOAD, G_METHOD)
+    RECORD(CURLOPT_HTTPPOST, G_METHOD) RECORD(CURLOPT_MIMEPOST, G_METHOD)
+    /* a body read through callbacks */
+    RECORD(CURLOPT_READFUNCTION, G_BODY_CB) RECORD(CURLOPT_READDATA, G_BODY_CB)
+    RECORD(CURLOPT_SEEKFUNCTION, G_BODY_CB) RECORD(CURLOPT_SEEKDATA, G_BODY_CB)
+    RECORD(CURLOPT_IOCTLFUNCTION, G_BODY_CB) RECORD(CURLOPT_IOCTLDATA, G_BODY_CB)
+    RECORD(CURLOPT_INFILESIZE, G_BODY_CB) RECORD(CURLOPT_INFILESIZE_LARGE, G_BODY_CB)
+    RECORD(CURLOPT_CURLU, G_BODY_CB)
+    /* delivery */
+    RECORD(CURLOPT_WRITEFUNCTION, G_DELIVERY) RECORD(CURLOPT_WRITEDATA, G_DELIVERY)
+    RECORD(CURLOPT_HEADERFUNCTION, G_DELIVERY) RECORD(CURLOPT_HEADERDATA, G_DELIVERY)
+    RECORD(CURLOPT_FAILONERROR, G_DELIVERY) RECORD(CURLOPT_HEADER, G_DELIVERY)
+    RECORD(CURLOPT_ERRORBUFFER, G_DELIVERY)
+    /* limits and progress */
+    RECORD(CURLOPT_TIMEOUT, G_LIMITS) RECORD(CURLOPT_TIMEOUT_MS, G_LIMITS)
+    RECORD(CURLOPT_NOPROGRESS, G_LIMITS) RECORD(CURLOPT_XFERINFOFUNCTION, G_LIMITS)
+    RECORD(CURLOPT_PROGRESSFUNCTION, G_LIMITS) RECORD(CURLOPT_XFERINFODATA, G_LIMITS)
+    /* what codeshim's own calls honour */
+    RECORD(CURLOPT_CAINFO, G_NET) RECORD(CURLOPT_CAPATH, G_NET) RECORD(CURLOPT_PROXY, G_NET)
+    RECORD(CURLOPT_NOPROXY, G_NET) RECORD(CURLOPT_RESOLVE, G_NET)
     /* the connection callbacks relay.c runs on the program's thread */
-    RECORD(CURLOPT_OPENSOCKETFUNCTION) RECORD(CURLOPT_OPENSOCKETDATA)
-    RECORD(CURLOPT_SOCKOPTFUNCTION) RECORD(CURLOPT_SOCKOPTDATA)
-    RECORD(CURLOPT_CLOSESOCKETFUNCTION) RECORD(CURLOPT_CLOSESOCKETDATA)
-    RECORD(CURLOPT_PREREQFUNCTION) RECORD(CURLOPT_PREREQDATA)
-    RECORD(CURLOPT_RESOLVER_START_FUNCTION) RECORD(CURLOPT_RESOLVER_START_DATA)
-    RECORD(CURLOPT_SSL_CTX_FUNCTION) RECORD(CURLOPT_SSL_CTX_DATA)
+    RECORD(CURLOPT_OPENSOCKETFUNCTION, G_NET) RECORD(CURLOPT_OPENSOCKETDATA, G_NET)
+    RECORD(CURLOPT_SOCKOPTFUNCTION, G_NET) RECORD(CURLOPT_SOCKOPTDATA, G_NET)
+    RECORD(CURLOPT_CLOSESOCKETFUNCTION, G_NET) RECORD(CURLOPT_CLOSESOCKETDATA, G_NET)
+    RECORD(CURLOPT_PREREQFUNCTION, G_NET) RECORD(CURLOPT_PREREQDATA, G_NET)
+    RECORD(CURLOPT_RESOLVER_START_FUNCTION, G_NET) RECORD(CURLOPT_RESOLVER_START_DATA, G_NET)
+    RECORD(CURLOPT_SSL_CTX_FUNCTION, G_NET) RECORD(CURLOPT_SSL_CTX_DATA, G_NET)
     SHIM_CRED_OPTIONS(CRED)
 };
 #undef CRED
@@ -449,7 +555,7 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
 
     if (!h || !kind)
         return;
-    if (kind == SHIM_OPT_CRED)
+    if (kind == SHIM_OPT_CRED && v.p)
         shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
     if (h == last_h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last_gen) {
         e = last_e;
@@ -465,9 +571,16 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
             last_gen = gen;
         }
     }
-    if (e && kind == SHIM_OPT_CRED)
-        shim_identity_apply(&e->creds, &cred);
-    else if (e)
+    if (e && kind == SHIM_OPT_CRED) {
+        /* a NULL clears (no hashing); on a handle that never had a
+         * credential, whose slots are all empty, it changes nothing (the
+         * curl CLI clears five on every handle) */
+        if (!v.p && e->creds_set)
+            shim_identity_digest(&cred, opt, NULL);
+        if (v.p || e->creds_set)
+            shim_identity_apply(&e->creds, &cred);
+        e->creds_set |= v.p != NULL;
+    } else if (e)
         apply(e, opt, v);
     if (locked)
         pthread_mutex_unlock(&lock);
@@ -532,7 +645,7 @@ static void refresh_curlu(CURL *h)
         free(e->url);
         e->url = copy;
         copy = NULL;
-        classify_url(e);
+        e->url_known = 0;
     }
     pthread_mutex_unlock(&lock);
     free(copy);
@@ -561,20 +674,20 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
             clear_answer(&e->ans);
         *stale = e->giveback;
         e->giveback = NULL;
-        if (e->url_api != SHIM_API_NONE && is_post(e) && body_from_cb(e, &size)) {
+        if (is_post(e) && body_from_cb(e, &size)) {
             /* known to be too large or empty: libcurl's, unread */
-            if (size < 0 || (size > 0 && (uint64_t)size <= max_body)) {
+            if ((size < 0 || (size > 0 && (uint64_t)size <= max_body)) &&
+                url_api(e) != SHIM_API_NONE) {
                 kind = e->url_api;
                 *read_body = 1;
             }
-        } else if (e->url_api != SHIM_API_NONE &&
-                   shim_classify_may_be_ours(is_post(e), e->custom_request, e->postfields,
+        } else if (shim_classify_may_be_ours(is_post(e), e->custom_request, e->postfields,
                                              e->postsize >= 0 ? (size_t)e->postsize
                                                               : SHIM_BODY_STRING,
                                              max_body)) {
-            kind = e->url_api; /* its URL's, classified when it was set */
+            kind = url_api(e); /* its URL's, classified once */
         }
-        if (kind == SHIM_API_NONE && e->url_containers) {
+        if (kind == SHIM_API_NONE && shim_classify_maybe_containers(e->url)) {
             kind = SHIM_API_CONTAINERS;
             *read_body = is_post(e) && body_from_cb(e, &size) && size != 0 &&
                          (size < 0 || (uint64_t)size <= max_body);
@@ -844,8 +957,8 @@ void shim_handles_dup(CURL *from, CURL *to)
         dst->h = to;
         memset(&dst->ans, 0, sizeof(dst->ans));
         dst->giveback = NULL; /* the source's; preload.c sets the dup's callback back */
-        dst->url = dup_or_null(src->url);
-        classify_url(dst);
+        dst->url = dup_or_null(src->url); /* the same URL: its class too */
+        dst->url_known = src->url_known && (dst->url || !src->url);
         dst->custom_request = dup_or_null(src->custom_request);
         for (size_t i = 0; i < SHIM_HANDLE_NET; i++)
             dst->net[i] = dup_or_null(src->net[i]);

@@ -145,13 +145,14 @@ struct shim_answer_info {
  * constant table and one compare (handles.c says how it is laid out). */
 #define SHIM_OPT_SLOTS 1024
 #define SHIM_OPT_SLOT(o) (((unsigned)(o) ^ (unsigned)(o) >> 9) & (SHIM_OPT_SLOTS - 1))
+#define SHIM_OPT_SHIFT 5 /* below it: the kind (2 bits), handles.c's group (3) */
 enum { SHIM_OPT_RECORD = 1, SHIM_OPT_CRED = 2 };
 extern const uint32_t shim_handles_opt[SHIM_OPT_SLOTS];
 static inline int shim_handles_wants(CURLoption opt)
 {
     uint32_t e = shim_handles_opt[SHIM_OPT_SLOT(opt)];
 
-    return e >> 2 == (uint32_t)opt ? (int)(e & 3) : 0;
+    return e >> SHIM_OPT_SHIFT == (uint32_t)opt ? (int)(e & 3) : 0;
 }
 
 /* Records option opt for h if it is one codeshim needs. create=0 records

@@ -1098,6 +1098,68 @@ static void recorded_entry_is_forgotten_with_its_handle(void **state)
 /* The setopt wrappers ask shim_handles_wants before anything else: the
  * options apply() reads and the credentials are recorded, every other
  * option (most of what a program sets) is not, whatever its type. */
+/* The connection callbacks and their data, each into its own field, and
+ * a CURLOPT_CURLU handle's URL, read from it when a perform begins. */
+static int fake_sockopt(void *d, curl_socket_t fd, curlsocktype t)
+{
+    (void)d;
+    (void)fd;
+    (void)t;
+    return CURL_SOCKOPT_OK;
+}
+
+static void connection_callbacks_and_curlu_are_recorded(void **state)
+{
+    CURL *h = H(0x9100);
+    struct shim_handle_view v;
+    union shim_optval f;
+    void *stale;
+    int rb, i;
+    static const CURLoption fns[] = {CURLOPT_OPENSOCKETFUNCTION, CURLOPT_SOCKOPTFUNCTION,
+                                     CURLOPT_CLOSESOCKETFUNCTION, CURLOPT_PREREQFUNCTION,
+                                     CURLOPT_RESOLVER_START_FUNCTION, CURLOPT_SSL_CTX_FUNCTION};
+    static const CURLoption data[] = {CURLOPT_OPENSOCKETDATA, CURLOPT_SOCKOPTDATA,
+                                      CURLOPT_CLOSESOCKETDATA, CURLOPT_PREREQDATA,
+                                      CURLOPT_RESOLVER_START_DATA, CURLOPT_SSL_CTX_DATA};
+    CURLU *u = curl_url();
+    (void)state;
+
+    f.fn = (void (*)(void))fake_sockopt;
+    for (i = 0; i < 6; i++) {
+        shim_handles_record(h, SHIM_FLAVOR_OPENSSL, fns[i], f, 1);
+        rec_p(h, data[i], (void *)(uintptr_t)(0x100 + i));
+    }
+    view(h, &v);
+    assert_ptr_equal(v.cbs.open, f.fn);
+    assert_ptr_equal(v.cbs.sockopt, f.fn);
+    assert_ptr_equal(v.cbs.close, f.fn);
+    assert_ptr_equal(v.cbs.prereq, f.fn);
+    assert_ptr_equal(v.cbs.resolver, f.fn);
+    assert_ptr_equal(v.cbs.ssl_ctx, f.fn);
+    assert_ptr_equal(v.cbs.open_data, (void *)0x100);
+    assert_ptr_equal(v.cbs.sockopt_data, (void *)0x101);
+    assert_ptr_equal(v.cbs.close_data, (void *)0x102);
+    assert_ptr_equal(v.cbs.prereq_data, (void *)0x103);
+    assert_ptr_equal(v.cbs.resolver_data, (void *)0x104);
+    assert_ptr_equal(v.cbs.ssl_ctx_data, (void *)0x105);
+    shim_handle_view_free(&v);
+
+    /* a URL classified by one perform, then a CURLU one: classified anew */
+    rec_p(h, CURLOPT_URL, "http://up.test/other");
+    rec_p(h, CURLOPT_POSTFIELDS, "{\"tools\":[{\"type\":\"code_interpreter\"}]}");
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &rb, &stale), SHIM_API_NONE);
+    assert_non_null(u);
+    assert_int_equal(curl_url_set(u, CURLUPART_URL, "http://up.test/v1/responses", 0), CURLUE_OK);
+    rec_p(h, CURLOPT_CURLU, u);
+    assert_int_equal(shim_handles_begin(h, 1 << 20, &rb, &stale), SHIM_API_RESPONSES);
+    view(h, &v);
+    assert_non_null(v.url);
+    assert_string_equal(v.url, "http://up.test/v1/responses");
+    shim_handle_view_free(&v);
+    shim_handles_forget(h);
+    curl_url_cleanup(u);
+}
+
 static void wants_only_recorded_options(void **state)
 {
     static const CURLoption recorded[] = {
@@ -1151,6 +1213,7 @@ int main(void)
         cmocka_unit_test(begin_read_callback_bodies),
         cmocka_unit_test(many_handles_survive_growth),
         cmocka_unit_test(concurrent_handles_stay_apart),
+        cmocka_unit_test(connection_callbacks_and_curlu_are_recorded),
         cmocka_unit_test(wants_only_recorded_options),
         cmocka_unit_test(recorded_entry_is_forgotten_with_its_handle),
     };

@@ -14,7 +14,11 @@
  *                  executions
  *   local_zygote.c the fork server: sandboxes forked from a pre-imported,
  *                  isolated Python (worker.py's _zygote)
- * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
+ * and, shared with the launcher's --check, each start's cgroup (cgroup.h):
+ *   cgroup.c       the front: which version, names, create, kill, remove
+ *   cgroup_v1.c    the v1 memory and pids hierarchies and their limits
+ *   cgroup_v2.c    a delegated v2 subtree, its limits, cgroup.kill
+ *   cgroup_fs.c    the cgroup filesystems' files, /proc/<pid>/cgroup
  *
  * A struct shim_local is one sandbox instance; it is used by one thread at a
  * time (sandbox.c's mutex), except the spare, which local_spare.c hands

@@ -120,13 +120,42 @@ static int replace_gone(struct shim_session *b, int keyed, int *created, char de
     return rc == 0 && !strcmp(b->cid, dead) ? 1 : rc; /* not ended yet: not this one */
 }
 
+/* rq's session (an explicit container's owner, a keyed one, or the one
+ * owning a container rq refers to), attached to or started: 0, 1 when rq
+ * is keyed by neither a session nor a container and none it refers to
+ * lives (a private sandbox then), or -errno. Called with the identity
+ * locked. */
+static int open_locked(struct shim_session *b, const struct shim_session_req *rq,
+                       int *created, char dead[64])
+{
+    int rc, found = 0, keyed = b->bind[0] || rq->session_id;
+    size_t i;
+
+    if (b->bind[0] && shim_session_find_owned(b, b->bind)) {
+        rc = shim_session_attach(b, created); /* a container of a session, named later */
+    } else if (keyed) {
+        shim_session_keyed_name(rq->identity, rq->session_id, b->bind, b->settings, b->name);
+        rc = shim_fileio_join(b->dir, sizeof(b->dir), b->iddir, b->name);
+        if (rc == 0)
+            rc = shim_session_attach(b, created);
+    } else {
+        for (i = 0; i < rq->ncontainers && !found; i++)
+            found = rq->containers[i] && shim_session_find_owned(b, rq->containers[i]);
+        rc = found ? shim_session_attach(b, created) : 1;
+    }
+    if (rc == 0 && !*created)
+        rc = replace_gone(b, keyed, created, dead);
+    if (rc == 0) /* mark as recently used, for the LRU cap */
+        utimensat(AT_FDCWD, b->dir, NULL, 0);
+    return rc;
+}
+
 int shim_session_open(const struct shim_config *cfg, const struct shim_session_req *rq,
                       struct shim_session **out)
 {
     struct shim_session *b = calloc(1, sizeof(*b));
-    int lk, rc = 0, created = 0, found = 0, keyed;
+    int lk, rc = 0, created = 0;
     char dead[64] = "";
-    size_t i;
 
     if (!b)
         return -ENOMEM;
@@ -150,23 +179,7 @@ int shim_session_open(const struct shim_config *cfg, const struct shim_session_r
         LOG_WARN("session lock: %s; using a private sandbox", strerror(-lk));
         return shim_session_open_private(b, rq);
     }
-    keyed = b->bind[0] || rq->session_id;
-    if (b->bind[0] && shim_session_find_owned(b, b->bind)) {
-        rc = shim_session_attach(b, &created); /* a container of a session, named later */
-    } else if (keyed) {
-        shim_session_keyed_name(rq->identity, rq->session_id, b->bind, b->settings, b->name);
-        rc = shim_fileio_join(b->dir, sizeof(b->dir), b->iddir, b->name);
-        if (rc == 0)
-            rc = shim_session_attach(b, &created);
-    } else {
-        for (i = 0; i < rq->ncontainers && !found; i++)
-            found = rq->containers[i] && shim_session_find_owned(b, rq->containers[i]);
-        rc = found ? shim_session_attach(b, &created) : 1;
-    }
-    if (rc == 0 && !created)
-        rc = replace_gone(b, keyed, &created, dead);
-    if (rc == 0) /* mark as recently used, for the LRU cap */
-        utimensat(AT_FDCWD, b->dir, NULL, 0);
+    rc = open_locked(b, rq, &created, dead);
     close(lk);
     if (rc == SHIM_SESSION_USER_CAP || rc == SHIM_SESSION_NO_STORE)
         return rc;

@@ -1,5 +1,5 @@
 /* store.h - codeshim's private runtime directory, shared by sessions
- * (session.c) and conversation continuity (chain.c).
+ * (session/) and conversation continuity (chain.c).
  *
  * Everything lives under the runtime directory, per identity:
  * <runtime>/<identity>/, where identity is a hash of the program's API

@@ -1,8 +1,10 @@
-/* cgroup.c - one cgroup per sandbox: where this machine lets us make one
- * (cgroup v2 delegated to us, else the v1 memory and pids hierarchies),
- * its limits, the descriptors the spawned child joins it through, the
- * kill of whatever is left in it when the sandbox ends, its removal, and
- * the removal of those left behind by processes that died. See cgroup.h.
+/* cgroup.c - one cgroup per sandbox, the front of cgroup.h: which
+ * version this machine lets us use (cgroup_v2.c's delegated subtree, else
+ * cgroup_v1.c's memory and pids hierarchies), the cgroup's name, its
+ * limits, the descriptors the spawned child joins it through, the kill of
+ * whatever is left in it when the sandbox ends, its removal, and the
+ * removal of those left behind by processes that died. See cgroup.h; the
+ * files of the cgroup filesystems are cgroup_fs.c's.
  *
  * Why these settings:
  * - memory: v2 memory.max counts anonymous memory, page cache, tmpfs and
@@ -23,6 +25,7 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "sandbox/local/cgroup.h"
+#include "sandbox/local/cgroup_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,7 +41,6 @@
 #include <unistd.h>
 
 #define PREFIX "codeshim-"
-#define CG_LINE 4096     /* longer /proc lines are skipped */
 #define DESTROY_MS 1000    /* rmdir retried this long */
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
@@ -54,276 +56,18 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Up to outsz-1 bytes of a small file, NUL-terminated (a longer one
- * cut); length or -errno. */
-static ssize_t read_small(const char *path, char *out, size_t outsz)
-{
-    ssize_t n = shim_fileio_read(path, 0, out, outsz);
-
-    return n == -EFBIG ? (ssize_t)(outsz - 1) : n;
-}
-
-static int write_file(const char *dir, const char *name, const char *text)
-{
-    char path[SHIM_CG_PATH + 64];
-    size_t len = strlen(text);
-    ssize_t w;
-    int fd, rc = 0;
-
-    if (shim_fileio_join(path, sizeof(path), dir, name))
-        return -ENAMETOOLONG;
-    fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    do
-        w = write(fd, text, len);
-    while (w < 0 && errno == EINTR);
-    if (w != (ssize_t)len)
-        rc = w < 0 ? -errno : -EIO;
-    close(fd);
-    return rc;
-}
-
-static int has_file(const char *dir, const char *name)
-{
-    char path[SHIM_CG_PATH + 64];
-
-    return shim_fileio_join(path, sizeof(path), dir, name) == 0 &&
-           access(path, F_OK) == 0;
-}
-
-/* Is word one of the sep-separated items of list? */
-static int has_word(const char *list, const char *word, char sep)
-{
-    size_t n = strlen(word);
-    const char *p = list;
-
-    while (p && *p) {
-        const char *end = strchr(p, sep);
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-
-        while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == ' '))
-            len--;
-        if (len == n && !strncmp(p, word, n))
-            return 1;
-        p = end ? end + 1 : NULL;
-    }
-    return 0;
-}
-
 /* ---- probe: where this process's cgroups are ---- */
-
-/* This process's cgroup path in the v1 hierarchy of ctl, or in v2
- * (ctl NULL), from /proc/self/cgroup. */
-static int own_path(const char *ctl, char *out, size_t outsz)
-{
-    char buf[CG_LINE * 4], *line, *save = NULL;
-
-    if (read_small("/proc/self/cgroup", buf, sizeof(buf)) < 0)
-        return -ENOENT;
-    for (line = strtok_r(buf, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-        if (!c2)
-            continue;
-        *c2 = '\0';
-        if (ctl ? !has_word(c1 + 1, ctl, ',')
-                : !(c1 == line + 1 && line[0] == '0' && c1[1] == '\0'))
-            continue;
-        if (snprintf(out, outsz, "%s", c2 + 1) >= (int)outsz)
-            return -ENAMETOOLONG;
-        return 0;
-    }
-    return -ENOENT;
-}
-
-/* The mountinfo fields we use, split in place; 0 or -EINVAL. */
-struct mnt {
-    char *root, *point, *fstype, *opts;
-};
-
-static int split_mount(char *line, struct mnt *m)
-{
-    char *f[8] = {0}, *tok, *save = NULL;
-    int i = 0, dash = 0;
-
-    memset(m, 0, sizeof(*m));
-    for (tok = strtok_r(line, " \n", &save); tok;
-         tok = strtok_r(NULL, " \n", &save)) {
-        if (!dash && !strcmp(tok, "-")) {
-            dash = 1;
-            i = 5;
-            continue;
-        }
-        if (i < 5)
-            f[i] = tok;
-        else if (dash && i < 8)
-            f[i] = tok;
-        i++;
-    }
-    if (!dash || !f[3] || !f[4] || !f[5] || !f[7])
-        return -EINVAL;
-    /* escaped blanks (\040) in a path: not worth decoding */
-    if (strchr(f[3], '\\') || strchr(f[4], '\\'))
-        return -EINVAL;
-    m->root = f[3];
-    m->point = f[4];
-    m->fstype = f[5];
-    m->opts = f[7];
-    return 0;
-}
-
-/* The directory of cgroup path in the mount m of its hierarchy: the
- * mount point plus path below the mount's root. */
-static int dir_in_mount(const struct mnt *m, const char *path, char *out,
-                        size_t outsz)
-{
-    size_t rl = strlen(m->root);
-    const char *rest;
-
-    if (!strcmp(m->root, "/"))
-        rest = path;
-    else if (!strncmp(path, m->root, rl) && (path[rl] == '/' || !path[rl]))
-        rest = path + rl;
-    else
-        return -ENOENT;
-    if (!strcmp(rest, "/"))
-        rest = "";
-    if (snprintf(out, outsz, "%s%s", m->point, rest) >= (int)outsz)
-        return -ENAMETOOLONG;
-    return 0;
-}
-
-/* The directory of this process's cgroup in the hierarchy of ctl (v1)
- * or v2 (ctl NULL); rel gets the path /proc/<pid>/cgroup shows. */
-static int find_dir(const char *ctl, char *dir, char *rel, size_t sz)
-{
-    char line[CG_LINE];
-    FILE *f;
-    int rc = -ENOENT;
-
-    if (own_path(ctl, rel, sz) != 0)
-        return -ENOENT;
-    f = fopen("/proc/self/mountinfo", "re");
-    if (!f)
-        return -errno;
-    while (rc != 0 && fgets(line, sizeof(line), f)) {
-        struct mnt m;
-
-        if (!strchr(line, '\n')) { /* too long: skip the rest of it */
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n')
-                ;
-            continue;
-        }
-        if (split_mount(line, &m) != 0)
-            continue;
-        if (ctl ? strcmp(m.fstype, "cgroup") || !has_word(m.opts, ctl, ',')
-                : strcmp(m.fstype, "cgroup2") != 0)
-            continue;
-        rc = dir_in_mount(&m, rel, dir, sz);
-    }
-    fclose(f);
-    return rc;
-}
-
-/* Adds "what: why" to in->why. */
-static void note(struct shim_cgroup_info *in, const char *what,
-                 const char *why)
-{
-    size_t n = strlen(in->why);
-
-    if (n + 3 < sizeof(in->why))
-        snprintf(in->why + n, sizeof(in->why) - n, "%s%s: %s", n ? "; " : "",
-                 what, why);
-}
-
-/* v2: a directory whose children get memory (and pids): our own cgroup
- * when it enables them below it, else its parent when we may write it. */
-static void probe_v2(struct shim_cgroup_info *in)
-{
-    char dir[SHIM_CG_PATH], rel[SHIM_CG_PATH], ctl[512];
-    int i;
-
-    if (find_dir(NULL, dir, rel, sizeof(dir)) != 0)
-        return;
-    for (i = 0; i < 2; i++) {
-        char path[SHIM_CG_PATH + 32];
-        char *slash;
-
-        if (shim_fileio_join(path, sizeof(path), dir, "cgroup.subtree_control") ==
-                0 &&
-            read_small(path, ctl, sizeof(ctl)) >= 0 &&
-            has_word(ctl, "memory", ' ') && access(dir, W_OK) == 0) {
-            in->mem.version = 2;
-            snprintf(in->mem.base, sizeof(in->mem.base), "%s", dir);
-            snprintf(in->mem.rel, sizeof(in->mem.rel), "%s", rel);
-            if (has_word(ctl, "pids", ' '))
-                in->pids = in->mem;
-            in->kmem = 1;
-            in->kill = has_file(dir, "cgroup.kill");
-            return;
-        }
-        /* the parent, unless we are at the top of what we see */
-        slash = strrchr(rel, '/');
-        if (i == 1 || !slash || slash == rel)
-            break;
-        *slash = '\0';
-        slash = strrchr(dir, '/');
-        if (!slash)
-            break;
-        *slash = '\0';
-    }
-    note(in, "cgroup v2", "no delegated subtree with memory");
-}
-
-static void probe_v1(struct shim_cgroup_info *in, const char *ctl,
-                     struct shim_cg_place *pl)
-{
-    char dir[SHIM_CG_PATH], rel[SHIM_CG_PATH];
-
-    if (find_dir(ctl, dir, rel, sizeof(dir)) != 0) {
-        note(in, ctl, "no cgroup v1 hierarchy");
-        return;
-    }
-    if (access(dir, W_OK) != 0) {
-        note(in, ctl,
-             errno == EACCES ? "not writable by this user" : strerror(errno));
-        return;
-    }
-    pl->version = 1;
-    snprintf(pl->base, sizeof(pl->base), "%s", dir);
-    snprintf(pl->rel, sizeof(pl->rel), "%s", rel);
-}
-
-static int no_swap(void)
-{
-    char buf[256];
-
-    /* /proc/swaps: a header line, then one line per swap area */
-    return read_small("/proc/swaps", buf, sizeof(buf)) >= 0 &&
-           strchr(buf, '\n') && !strchr(buf, '\n')[1];
-}
 
 static void probe_now(void)
 {
     struct shim_cgroup_info *in = &probed;
 
     memset(in, 0, sizeof(*in));
-    probe_v2(in);
-    if (!in->mem.version) {
-        probe_v1(in, "memory", &in->mem);
-        if (in->mem.version == 1)
-            in->kmem = has_file(in->mem.base, "memory.kmem.usage_in_bytes");
-    }
+    shim_cgroup_v2_probe(in);
+    if (!in->mem.version)
+        shim_cgroup_v1_probe_memory(in);
     if (!in->pids.version)
-        probe_v1(in, "pids", &in->pids);
-    if (in->mem.version == 2)
-        in->swap = has_file(in->mem.base, "memory.swap.max") || no_swap();
-    else if (in->mem.version == 1)
-        in->swap = has_file(in->mem.base, "memory.memsw.limit_in_bytes") ||
-                   no_swap();
+        shim_cgroup_v1_probe(in, "pids", &in->pids);
     probe_rc = in->mem.version || in->pids.version ? 0 : -ENOENT;
 }
 
@@ -418,32 +162,19 @@ static int set_memory(const char *dir, int version,
                       unsigned long long memory)
 {
     char v[32];
-    int rc;
 
     snprintf(v, sizeof(v), "%llu", memory);
-    if (version == 2) {
-        rc = write_file(dir, "memory.max", v);
-        if (rc == 0 && has_file(dir, "memory.swap.max"))
-            write_file(dir, "memory.swap.max", "0");
-        return rc;
-    }
-    rc = write_file(dir, "memory.limit_in_bytes", v);
-    if (rc)
-        return rc;
-    /* mem+swap no larger than mem: no swap (after the limit: memsw may
-     * never be below it) */
-    if (write_file(dir, "memory.memsw.limit_in_bytes", v) != 0)
-        write_file(dir, "memory.swappiness", "0");
-    write_file(dir, "memory.oom_control", "0");
-    return 0;
+    return version == 2 ? shim_cgroup_v2_set_memory(dir, v)
+                        : shim_cgroup_v1_set_memory(dir, v);
 }
+
 
 static int set_pids(const char *dir, int tasks)
 {
     char v[32];
 
     snprintf(v, sizeof(v), "%d", tasks);
-    return write_file(dir, "pids.max", v);
+    return shim_cgroup_fs_write(dir, "pids.max", v);
 }
 
 /* Makes one cgroup (slot i of cg) in place pl; 0 or -errno. */
@@ -534,28 +265,6 @@ void shim_cgroup_joined(struct shim_cgroup *cg)
 
 /* ---- kill and remove ---- */
 
-/* Is pid in cgroup rel (as /proc/<pid>/cgroup says)? */
-static int member(long pid, const char *rel, int version, const char *ctl)
-{
-    char path[64], buf[CG_LINE], *line, *save = NULL;
-
-    snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
-    if (read_small(path, buf, sizeof(buf)) < 0)
-        return 0;
-    for (line = strtok_r(buf, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-        if (!c2)
-            continue;
-        *c2 = '\0';
-        if (version == 2 ? (c1 != line + 1 || line[0] != '0')
-                         : !has_word(c1 + 1, ctl, ','))
-            continue;
-        return !strcmp(c2 + 1, rel);
-    }
-    return 0;
-}
 
 /* SIGKILL to pid if it is (still) in the cgroup: through a pidfd taken
  * before the check, so a pid number reused meanwhile by a process outside
@@ -567,7 +276,7 @@ static void kill_member(long pid, const char *rel, int version,
 
     if (fd < 0 && errno != ENOSYS)
         return; /* gone */
-    if (member(pid, rel, version, ctl)) {
+    if (shim_cgroup_fs_member(pid, rel, version, ctl)) {
         if (fd >= 0)
             syscall(SYS_pidfd_send_signal, (int)fd, SIGKILL, NULL, 0);
         else
@@ -636,8 +345,8 @@ void shim_cgroup_destroy(struct shim_cgroup *cg)
         for (i = 0; i < 2; i++) {
             if (!cg->dir[i][0])
                 continue;
-            if (cg->version[i] == 2 && has_file(cg->dir[i], "cgroup.kill"))
-                write_file(cg->dir[i], "cgroup.kill", "1");
+            if (cg->version[i] == 2)
+                shim_cgroup_v2_kill(cg->dir[i]);
             kill_listed(cg->dir[i], cg->rel[i], cg->version[i], ctl[i]);
             if (rmdir(cg->dir[i]) == 0 || errno == ENOENT) {
                 cg->dir[i][0] = '\0';
@@ -665,7 +374,7 @@ unsigned long long shim_cgroup_peak(const struct shim_cgroup *cg)
     if (shim_fileio_join(path, sizeof(path), cg->dir[0],
                   cg->version[0] == 2 ? "memory.peak"
                                       : "memory.max_usage_in_bytes") ||
-        read_small(path, buf, sizeof(buf)) <= 0)
+        shim_cgroup_fs_read(path, buf, sizeof(buf)) <= 0)
         return 0;
     return strtoull(buf, NULL, 10);
 }

@@ -13,26 +13,10 @@
 #ifndef SHIM_CGROUP_H
 #define SHIM_CGROUP_H
 
+#include "sandbox/local/cgroup_info.h"
+
 #include <stddef.h>
 #include <sys/types.h>
-
-#define SHIM_CG_PATH 1024
-
-/* Where one controller's sandbox cgroups go (what probe found). */
-struct shim_cg_place {
-    int version;             /* 0 none, 1 or 2 */
-    char base[SHIM_CG_PATH]; /* the directory they are made in */
-    char rel[SHIM_CG_PATH];  /* base as /proc/<pid>/cgroup names it */
-};
-
-/* What this machine offers (shim_cgroup_probe). */
-struct shim_cgroup_info {
-    struct shim_cg_place mem, pids;
-    int kmem;      /* kernel memory (inodes, pipes, files) counts too */
-    int swap;      /* the limit holds for swap as well */
-    int kill;      /* cgroup.kill exists (v2, kernel 5.14+) */
-    char why[256]; /* why a controller is missing */
-};
 
 /* One sandbox's cgroup(s): the memory one and the pids one (the same
  * directory under v2). */

@@ -5,8 +5,12 @@
  *   local.c        the ops table: create, exec, destroy; the overview
  *   local_exec.c   one execution: the request, the reply made a result
  *   local_proc.c   the sandbox's processes: start, hello, stop, reap
- *   local_jail.c   what is started: bwrap's command line, the jail's
- *                  layout, the unsafe mode's host directory
+ *   local_jail.c   what is started: bwrap's command line, the start-up
+ *                  shell and bootstrap, the tmpfs spawn.c mounts
+ *   local_layout.c the jail's layout: environment, read-only system,
+ *                  /etc, /proc masks, tmpfs places, the interpreter seen
+ *   local_root.c   the unsafe mode's host directory
+ *   local_argv.h   a command line built in place (capped)
  *   local_chan.c   the control socket: frames with deadlines
  *   local_msg.c    every text the model or the log gets from this backend
  *   local_spare.c  the warm spare: the next sandbox, started in advance
@@ -14,7 +18,11 @@
  *                  executions
  *   local_zygote.c the fork server: sandboxes forked from a pre-imported,
  *                  isolated Python (worker.py's _zygote)
- * and, shared with the launcher's --check: cgroup.c, each start's cgroup.
+ * and, shared with the launcher's --check, each start's cgroup (cgroup.h):
+ *   cgroup.c       the front: which version, names, create, kill, remove
+ *   cgroup_v1.c    the v1 memory and pids hierarchies and their limits
+ *   cgroup_v2.c    a delegated v2 subtree, its limits, cgroup.kill
+ *   cgroup_fs.c    the cgroup filesystems' files, /proc/<pid>/cgroup
  *
  * A struct shim_local is one sandbox instance; it is used by one thread at a
  * time (sandbox.c's mutex), except the spare, which local_spare.c hands
@@ -150,10 +158,36 @@ uid_t shim_local_fresh_uid(void);
  * failure l->why says why. 0 or -errno. */
 int shim_local_command(struct shim_local *l, struct shim_spawn *sp, int fds[NFDS],
                        void **mem);
-/* The unsafe mode's private host directory l->root: made (mkdtemp in the
- * params' tmpdir; 0 or -errno, logged), and removed with all in it. */
+
+/* local_root.c: the unsafe mode's private host directory l->root: made
+ * (mkdtemp in the params' tmpdir; 0 or -errno, logged), and removed with
+ * all in it. */
 int shim_local_make_root(struct shim_local *l);
 void shim_local_rm_root(const struct shim_local *l);
+/* (Re)creates root/{data,home,tmp}; a root that is no longer our own
+ * directory is refused. */
+int shim_local_refresh_root(const struct shim_local *l);
+
+/* local_layout.c: the jail's layout, into a command line
+ * (local_argv.h). */
+struct cmd;
+/* The size and file count of private tmpfs place i (NTMPFS of them:
+ * /dev/shm, /mnt/data, /tmp). */
+unsigned long long shim_local_layout_tmpfs_size(const struct shim_local *l, int i);
+unsigned long long shim_local_layout_tmpfs_inodes(const struct shim_local *l, int i);
+/* The fork server's own arguments (worker.py's _zygote): what each
+ * sandbox it forks mounts and limits. */
+void shim_local_layout_zygote(struct cmd *c, const struct shim_local *l);
+/* What a sandbox and the fork server share: the environment and the
+ * filesystem. */
+void shim_local_layout_args(struct cmd *c, const struct shim_local *l);
+/* Is the interpreter inside the part of the host the sandbox sees? Sets
+ * l->python_real, what the sandbox runs: python with its links resolved
+ * (a link outside /usr would not be seen), or, for an environment (see
+ * env_prefix), python as the environment names it, so that Python finds
+ * the environment (pyvenv.cfg, its lib) from it: at SHIM_ENV_MNT when the
+ * prefix is outside /usr (l->env_prefix, bound there read-only). */
+int shim_local_layout_python(struct shim_local *l);
 
 /* local_chan.c: framed I/O on l->fd with an absolute deadline (ms,
  * shim_clock_ms()); errors are -ETIMEDOUT, -ECONNRESET at the end of

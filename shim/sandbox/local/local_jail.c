@@ -1,20 +1,16 @@
-/* local_jail.c - what the local sandbox is: the command that starts it
- * and the layout of its jail. Isolated, bubblewrap's command line
- * (namespaces, the read-only system, the private tmpfs places, the clean
- * environment, seccomp), the synthetic /etc/passwd and /etc/group, and a
- * fresh unprivileged uid for root hosts; for both modes, the start-up
+/* local_jail.c - what the local sandbox is started with: the command
+ * that starts it (shim_local_command). Isolated, bubblewrap's command
+ * line (namespaces, the capabilities, seccomp; the layout is
+ * local_layout.c's), its passwd and group files, where spawn.c mounts the
+ * private tmpfs, and a fresh unprivileged uid for root hosts; the fork
+ * server's own bubblewrap command line; for both modes, the start-up
  * shell and the bootstrap that run worker.py (embedded by sandbox.mk).
- * Unsafe (CODESHIM_UNSAFE_NO_ISOLATION=1), the private host directory
- * that stands in for the jail: made, refreshed before each start, and
- * removed with everything in it. */
+ * Unsafe, the command in the host directory local_root.c keeps. */
 #include "base/fileio.h"
-#include "base/log.h"
+#include "sandbox/local/local_argv.h"
 #include "sandbox/local/local_int.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <glob.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,288 +24,7 @@ extern const size_t shim_worker_py_len;
 extern const char shim_worker_pyc_tag[];
 extern const char shim_worker_pyc[];
 
-#define RM_MAX_DEPTH 128
 #define SANDBOX_UID "1000"
-#define SHM_SIZE (64u << 20)
-#define SHM_INODES 1024u
-
-/* ---- the unsafe mode's host directory tree ---- */
-
-static void rm_contents(int dfd, int depth);
-
-/* Removes name in dfd, whatever it is, never following symlinks. */
-static void rm_entry(int dfd, const char *name, int depth)
-{
-    int sub;
-
-    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-        return;
-    if (errno != EISDIR && errno != EPERM)
-        return;
-    if (depth >= RM_MAX_DEPTH)
-        return;
-    sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    /* a directory the code made unreadable: made readable, opened again */
-    if (sub < 0 && errno == EACCES && fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
-        sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0)
-        return;
-    fchmod(sub, 0700);
-    rm_contents(sub, depth + 1);
-    unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
-/* Empties the directory dfd; takes ownership of dfd. */
-static void rm_contents(int dfd, int depth)
-{
-    DIR *d = fdopendir(dfd);
-    struct dirent *e;
-
-    if (!d) {
-        close(dfd);
-        return;
-    }
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        rm_entry(dirfd(d), e->d_name, depth);
-    }
-    closedir(d);
-}
-
-void shim_local_rm_root(const struct shim_local *l)
-{
-    const char *path = l->root;
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-    if (fd >= 0)
-        rm_contents(fd, 0);
-    if (rmdir(path) != 0 && errno != ENOENT)
-        LOG_WARN("could not remove sandbox directory %s: %s", path,
-                 strerror(errno));
-}
-
-int shim_local_make_root(struct shim_local *l)
-{
-    int rc;
-
-    if (shim_fileio_join(l->root, sizeof(l->root), l->p.tmpdir, "codeshim-XXXXXX") ||
-        !mkdtemp(l->root)) {
-        rc = errno ? -errno : -ENAMETOOLONG;
-        LOG_ERR("cannot create a sandbox directory in %s: %s", l->p.tmpdir,
-                strerror(-rc));
-        return rc;
-    }
-    LOG_WARN("CODESHIM_UNSAFE_NO_ISOLATION is set: model-written code "
-             "runs WITHOUT isolation, as this user, in %s",
-             l->root);
-    return 0;
-}
-
-/* (Re)creates root/{data,home,tmp}; a root that is no longer our own
- * directory is refused. */
-static int ensure_tree(const struct shim_local *l)
-{
-    static const char *const subs[] = {"data", "home", "tmp"};
-    char p[SHIM_PATH_MAX];
-    struct stat st;
-    size_t i;
-
-    if (mkdir(l->root, 0700) != 0 && errno != EEXIST)
-        return -errno;
-    if (lstat(l->root, &st) != 0)
-        return -errno;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-        return -EEXIST;
-    chmod(l->root, 0700);
-    for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-        if (shim_fileio_join(p, sizeof(p), l->root, subs[i]))
-            return -ENAMETOOLONG;
-        if (mkdir(p, 0700) == 0)
-            chmod(p, 0700);
-        else if (errno != EEXIST)
-            return -errno;
-    }
-    return 0;
-}
-
-/* ---- the command line ---- */
-
-#define ARGV_MAX 256
-#define ARENA 4096
-
-struct cmd {
-    char *v[ARGV_MAX + 1];
-    int n;
-    char arena[ARENA];
-    size_t used;
-    int overflow;
-};
-
-static void arg(struct cmd *c, const char *s)
-{
-    if (c->n < ARGV_MAX)
-        c->v[c->n++] = (char *)s;
-    else
-        c->overflow = 1;
-    c->v[c->n] = NULL;
-}
-
-/* A formatted argument kept in the command's arena. */
-__attribute__((format(printf, 2, 3))) static const char *
-argf(struct cmd *c, const char *fmt, ...)
-{
-    char *p = c->arena + c->used;
-    size_t room = ARENA - c->used;
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(p, room, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= room) {
-        c->overflow = 1;
-        return "";
-    }
-    c->used += (size_t)n + 1;
-    arg(c, p);
-    return p;
-}
-
-/* One argument built in pieces at the arena's end: piece() appends to it
- * (formatted), piece_done() passes it on; too long is an overflow. */
-struct pieces {
-    char *p;
-    size_t n;
-};
-
-static struct pieces pieces_start(struct cmd *c)
-{
-    struct pieces b = {c->arena + c->used, 0};
-
-    if (c->used < ARENA)
-        b.p[0] = '\0';
-    else
-        c->overflow = 1;
-    return b;
-}
-
-__attribute__((format(printf, 3, 4))) static void
-piece(struct cmd *c, struct pieces *b, const char *fmt, ...)
-{
-    size_t room = ARENA - c->used - b->n;
-    va_list ap;
-    int w;
-
-    if (c->overflow)
-        return;
-    va_start(ap, fmt);
-    w = vsnprintf(b->p + b->n, room, fmt, ap);
-    va_end(ap);
-    if (w < 0 || (size_t)w >= room)
-        c->overflow = 1;
-    else
-        b->n += (size_t)w;
-}
-
-static void piece_done(struct cmd *c, struct pieces *b)
-{
-    if (c->overflow)
-        return;
-    c->used += b->n + 1;
-    arg(c, b->p);
-}
-
-static void args2(struct cmd *c, const char *a, const char *b)
-{
-    arg(c, a);
-    arg(c, b);
-}
-
-static void args3(struct cmd *c, const char *a, const char *b, const char *d)
-{
-    arg(c, a);
-    arg(c, b);
-    arg(c, d);
-}
-
-/* /bin, /lib...: a merged-/usr system links them into /usr; others are
- * real directories, mounted read-only like /usr. */
-static void system_dirs(struct cmd *c)
-{
-    static const char *const dirs[] = {"/bin", "/sbin", "/lib", "/lib32",
-                                       "/lib64", "/libx32"};
-    size_t i;
-
-    for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        struct stat st;
-        char target[256];
-        ssize_t n;
-
-        if (lstat(dirs[i], &st) != 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            n = readlink(dirs[i], target, sizeof(target) - 1);
-            if (n <= 0 || (size_t)n >= sizeof(target) - 1)
-                continue;
-            target[n] = '\0';
-            arg(c, "--symlink");
-            argf(c, "%s", target);
-            arg(c, dirs[i]);
-        } else if (S_ISDIR(st.st_mode)) {
-            args3(c, "--ro-bind", dirs[i], dirs[i]);
-        }
-    }
-}
-
-/* The few files of /etc Python and its libraries read; none holds a
- * secret (no passwd/shadow, ssh, ssl keys, host configuration). */
-static void etc_files(struct cmd *c)
-{
-    static const char *const files[] = {
-        "/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime",
-        "/etc/timezone",    "/etc/os-release",   "/etc/debian_version",
-        "/etc/mime.types",  "/etc/matplotlibrc", "/etc/fonts",
-        "/etc/python3",
-    };
-    glob_t g;
-    size_t i;
-
-    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        args3(c, "--ro-bind-try", files[i], files[i]);
-    if (glob("/etc/python3.*", 0, NULL, &g) == 0) {
-        for (i = 0; i < g.gl_pathc && i < 8; i++) {
-            arg(c, "--ro-bind-try");
-            argf(c, "%s", g.gl_pathv[i]);
-            argf(c, "%s", g.gl_pathv[i]);
-        }
-        globfree(&g);
-    }
-}
-
-/* Host-identifying /proc files, masked as container runtimes do: the
- * host's /dev/null bound over each (reads are empty, writes vanish). Only
- * those this kernel has: bwrap cannot make a mount point in /proc. */
-static const char *const proc_mask_files[] = {
-    "/proc/cmdline",      "/proc/sys/kernel/random/boot_id",
-    "/proc/kcore",        "/proc/keys",
-    "/proc/key-users",    "/proc/timer_list",
-    "/proc/timer_stats",  "/proc/sched_debug",
-    "/proc/latency_stats", "/proc/config.gz",
-    "/proc/iomem",        "/proc/ioports",
-    "/proc/partitions",   "/proc/diskstats",
-    "/proc/swaps",        NULL,
-};
-
-static void proc_masks(struct cmd *c)
-{
-    struct stat st;
-    size_t i;
-
-    for (i = 0; proc_mask_files[i]; i++)
-        if (lstat(proc_mask_files[i], &st) == 0 && S_ISREG(st.st_mode))
-            args3(c, "--dev-bind", "/dev/null", proc_mask_files[i]);
-}
 
 static int memfd_with(const char *name, const char *text)
 {
@@ -372,74 +87,6 @@ static void start_args(struct cmd *c, const struct shim_local *l, const char *da
     argf(c, "%s", data);                             /* ${12} */
 }
 
-/* ---- the writable places: tmpfs, each is RAM ---- */
-
-static const char *const tmpfs_dest[NTMPFS] = {"/dev/shm", "/mnt/data",
-                                               "/tmp"};
-
-static unsigned long long tmpfs_size(const struct shim_local *l, int i)
-{
-    return i == 0 ? SHM_SIZE : l->p.disk;
-}
-
-static unsigned long long tmpfs_inodes(const struct shim_local *l, int i)
-{
-    return i == 0 ? SHM_INODES : l->p.inodes;
-}
-
-/* A size and a file count each when spawn.c mounts them (l->own_tmpfs:
- * it hands them over as descriptors NFDS..); bwrap's own --tmpfs can
- * only give a size. HOME is a link into /tmp. */
-static void tmpfs_args(struct cmd *c, const struct shim_local *l)
-{
-    int i;
-
-    for (i = 0; i < NTMPFS; i++) {
-        if (l->own_tmpfs) {
-            arg(c, "--bind-fd");
-            argf(c, "%d", NFDS + i);
-        } else {
-            arg(c, "--size");
-            argf(c, "%llu", tmpfs_size(l, i));
-            arg(c, "--tmpfs");
-        }
-        arg(c, tmpfs_dest[i]);
-    }
-}
-
-static void jail_args(struct cmd *c, const struct shim_local *l);
-
-/* The fork server's own arguments (worker.py's _zygote): what each
- * sandbox it forks mounts and limits. */
-static void zygote_args(struct cmd *c, const struct shim_local *l)
-{
-    struct pieces b;
-    int i;
-
-    arg(c, "4"); /* the seccomp filter, read at start */
-    argf(c, "%s", l->p.preload);
-    argf(c, "%u", 0u); /* unused: each fork names its uid */
-    b = pieces_start(c);
-    for (i = 0; i < NTMPFS; i++)
-        piece(c, &b, "%s%s=size=%llu,nr_inodes=%llu,mode=0755", i ? "|" : "",
-              tmpfs_dest[i], tmpfs_size(l, i), tmpfs_inodes(l, i));
-    piece_done(c, &b);
-    b = pieces_start(c);
-    for (i = 0; proc_mask_files[i]; i++) {
-        struct stat st;
-
-        if (lstat(proc_mask_files[i], &st) == 0 && S_ISREG(st.st_mode))
-            piece(c, &b, "%s%s", b.n ? "|" : "", proc_mask_files[i]);
-    }
-    piece_done(c, &b);
-    argf(c, "%lld", (long long)l->p.timeout_s * 1000);
-    argf(c, "%zu", l->p.output_cap + OUT_SLACK);
-    argf(c, "%llu", l->p.memory);
-    argf(c, "%d", l->p.procs);
-    argf(c, "%llu", l->p.file_size);
-    argf(c, "%d", l->p.cpu_s);
-}
-
 /* The fork server's jail: the sandbox's layout and environment, all
  * namespaces but (as root) the user one, and every capability within
  * them, which each fork drops (worker.py). No seccomp filter: each fork
@@ -465,7 +112,7 @@ static void zygote_bwrap_args(struct cmd *c, const struct shim_local *l)
     arg(c, "--new-session");
     arg(c, "--as-pid-1");
     args2(c, "--cap-add", "ALL");
-    jail_args(c, l);
+    shim_local_layout_args(c, l);
     arg(c, "--");
     arg(c, l->python_real[0] ? l->python_real : l->p.python);
     arg(c, "-I");
@@ -477,7 +124,7 @@ static void zygote_bwrap_args(struct cmd *c, const struct shim_local *l)
     arg(c, shim_worker_pyc);
     arg(c, "zygote");
     arg(c, "3");
-    zygote_args(c, l);
+    shim_local_layout_zygote(c, l);
 }
 
 static void bwrap_args(struct cmd *c, const struct shim_local *l)
@@ -498,50 +145,10 @@ static void bwrap_args(struct cmd *c, const struct shim_local *l)
     arg(c, "--as-pid-1");
     arg(c, "--cap-drop");
     arg(c, "ALL");
-    jail_args(c, l);
+    shim_local_layout_args(c, l);
     args2(c, "--seccomp", "4");
     arg(c, "--");
     start_args(c, l, "/mnt/data");
-}
-
-/* What a sandbox and the fork server share: the environment and the
- * filesystem. */
-static void jail_args(struct cmd *c, const struct shim_local *l)
-{
-    /* environment: nothing inherited */
-    arg(c, "--clearenv");
-    args3(c, "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin");
-    args3(c, "--setenv", "HOME", "/home/sandbox");
-    args3(c, "--setenv", "USER", "sandbox");
-    args3(c, "--setenv", "LANG", "C.UTF-8");
-    args3(c, "--setenv", "MPLBACKEND", "Agg");
-    args3(c, "--setenv", "PYTHONDONTWRITEBYTECODE", "1");
-    args3(c, "--setenv", "TMPDIR", "/tmp");
-    /* filesystem: the system read-only, private writable places */
-    args3(c, "--ro-bind", "/usr", "/usr");
-    if (l->env_prefix[0]) {
-        arg(c, "--ro-bind");
-        argf(c, "%s", l->env_prefix);
-        arg(c, SHIM_ENV_MNT);
-    }
-    system_dirs(c);
-    etc_files(c);
-    args3(c, "--ro-bind-data", "5", "/etc/passwd");
-    args3(c, "--ro-bind-data", "6", "/etc/group");
-    args2(c, "--proc", "/proc");
-    if (!l->zygote) /* each fork masks its own /proc */
-        proc_masks(c);
-    args2(c, "--dev", "/dev");
-    tmpfs_args(c, l);
-    if (l->zygote) { /* bwrap as root would make /home 0700 */
-        args2(c, "--perms", "0755");
-        args2(c, "--dir", "/home");
-    }
-    args3(c, "--symlink", "/tmp", "/home/sandbox");
-    /* nothing else writable: not /dev (bwrap's tmpfs) nor the root */
-    args2(c, "--remount-ro", "/dev");
-    args2(c, "--remount-ro", "/");
-    args2(c, "--chdir", "/mnt/data");
 }
 
 /* A uid no account uses, different for every sandbox (root hosts only). */
@@ -552,76 +159,6 @@ uid_t shim_local_fresh_uid(void)
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
         r = (uint32_t)shim_clock_ms() ^ (uint32_t)getpid() << 12;
     return (uid_t)(0x40000000u + (r & 0x0fffffffu));
-}
-
-static int in_usr(const char *path)
-{
-    return strncmp(path, "/usr", 4) == 0 && (path[4] == '/' || !path[4]);
-}
-
-/* An environment's prefix: python is PREFIX/bin/NAME, and PREFIX is a
- * virtualenv (pyvenv.cfg) or outside /usr (conda's and others' own
- * interpreters). 0 and out set, or -ENOENT. */
-static int env_prefix(const char *python, char *out, size_t outsz)
-{
-    const char *slash = strrchr(python, '/');
-    char cfg[PATH_MAX];
-    struct stat st;
-    size_t n;
-
-    if (python[0] != '/' || !slash || slash - python < 5 ||
-        strncmp(slash - 4, "/bin", 4) != 0)
-        return -ENOENT;
-    n = (size_t)(slash - 4 - python);
-    if (n == 0 || n >= outsz || n + 12 >= sizeof(cfg))
-        return -ENOENT;
-    memcpy(out, python, n);
-    out[n] = '\0';
-    snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", out);
-    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        out[0] = '\0';
-        return -ENOENT;
-    }
-    if (!in_usr(out) || access(cfg, F_OK) == 0)
-        return 0;
-    out[0] = '\0';
-    return -ENOENT;
-}
-
-/* Is the interpreter inside the part of the host the sandbox sees? Sets
- * l->python_real, what the sandbox runs: python with its links resolved
- * (a link outside /usr would not be seen), or, for an environment (see
- * env_prefix), python as the environment names it, so that Python finds
- * the environment (pyvenv.cfg, its lib) from it: at SHIM_ENV_MNT when the
- * prefix is outside /usr (l->env_prefix, bound there read-only). */
-static int python_visible(struct shim_local *l)
-{
-    char *real = l->python_real;
-
-    real[0] = '\0';
-    l->env_prefix[0] = '\0';
-    if (!realpath(l->p.python, real)) {
-        real[0] = '\0';
-        shim_local_fail(l, LF_PYTHON_MISSING, strerror(errno));
-        return -ENOENT;
-    }
-    if (env_prefix(l->p.python, l->env_prefix, sizeof(l->env_prefix)) == 0) {
-        const char *name = strrchr(l->p.python, '/') + 1;
-
-        if (in_usr(l->env_prefix)) {
-            snprintf(real, PATH_MAX, "%s", l->p.python);
-            l->env_prefix[0] = '\0'; /* seen where it is */
-        } else {
-            snprintf(real, PATH_MAX, "%s/bin/%s", SHIM_ENV_MNT, name);
-        }
-        return 0;
-    }
-    if (strncmp(real, "/usr/", 5) != 0) {
-        shim_local_fail(l, LF_PYTHON_OUTSIDE, real);
-        real[0] = '\0';
-        return -EPERM;
-    }
-    return 0;
 }
 
 /* What shim_local_command's *mem holds: everything sp points to. */
@@ -686,7 +223,7 @@ static void tmpfs_specs(const struct shim_local *l, const char *at,
         shim_fileio_join(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), at, name[i]);
         snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
                  "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
-                 tmpfs_size(l, i), tmpfs_inodes(l, i), (unsigned)uid,
+                 shim_local_layout_tmpfs_size(l, i), shim_local_layout_tmpfs_inodes(l, i), (unsigned)uid,
                  (unsigned)gid);
         m->tmpfs[i].dir = m->tmpfs_dir[i];
         m->tmpfs[i].opts = m->tmpfs_opts[i];
@@ -700,7 +237,7 @@ static void tmpfs_specs(const struct shim_local *l, const char *at,
 static int unsafe_command(struct shim_local *l, struct command *m,
                           struct shim_spawn *sp)
 {
-    int rc = ensure_tree(l);
+    int rc = shim_local_refresh_root(l);
 
     if (rc == 0 &&
         (snprintf(m->home, sizeof(m->home), "HOME=%s/home", l->root) >=
@@ -731,7 +268,7 @@ static int bwrap_command(struct shim_local *l, struct command *m,
                          struct shim_spawn *sp, int fds[NFDS])
 {
     const char *at = NULL;
-    int rc = python_visible(l), i;
+    int rc = shim_local_layout_python(l), i;
 
     if (rc)
         return rc;

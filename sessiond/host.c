@@ -2,7 +2,7 @@
  * settings: the long-lived process of codeshim-sessiond.
  *
  * - Where: DIR = <identity dir>/hosts/<settings>, DIR/sock and DIR/pid;
- *   started by the library (shim/session/session.c) when a session is to start
+ *   started by the library (shim/session/session_host.c) when a session is to start
  *   and no host answers there. One per identity and settings: nothing of
  *   it (its fork server, its spare) ever serves another identity.
  * - What: it keeps the fork server of these settings and a warm spare

@@ -6,7 +6,7 @@
  * <SETTINGS>-<BUILD>, sessiond/pool.c), which refuses to start unless
  * BUILD is its own (shim_session_build of its executable).
  *
- * Started by the library (shim/session/session.c) when a session is to start and
+ * Started by the library (shim/session/session_host.c) when a session is to start and
  * no host answers in DIR (<identity dir>/hosts/<settings>). It refuses to
  * start unless the program's CODESHIM_* settings it inherited have the
  * fingerprint SETTINGS (the one its sessions are named after, session.h).

@@ -21,15 +21,6 @@ struct shim_http {
     struct curl_slist *resolve; /* the program's CURLOPT_RESOLVE entries */
 };
 
-/* What one call's callbacks fill. */
-struct call {
-    const struct shim_http_req *rq;
-    struct shim_http_resp *r;
-    struct shim_buf body; /* kept body, or the partial line when streaming */
-    size_t total;         /* body bytes seen */
-    int stream;           /* this answer's body goes to on_line */
-};
-
 int shim_http_open(const struct shim_http_net *net, struct shim_http **out)
 {
     const char *src[4] = {net->cainfo, net->capath, net->proxy, net->noproxy}, *p;
@@ -102,60 +93,46 @@ void shim_http_resp_free(struct shim_http_resp *r)
     r->len = 0;
 }
 
-/* A header line: the status line starts a new answer (only the last one
- * counts); X-Next-Token (e2b's paging) is the header read, and whether
- * the answer has a Retry-After (its value is libcurl's to parse:
- * CURLINFO_RETRY_AFTER). */
+/* ---- the transfer core ---- */
+
+/* A header line: a status line starts a new answer (100-continue,
+ * redirects), so only the final answer's head is kept. */
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
-    struct call *k = ud;
+    struct shim_http_sink *s = ud;
     size_t len = sz * n;
 
     if (len >= 5 && !memcmp(p, "HTTP/", 5)) {
         const char *sp = memchr(p, ' ', len);
-        k->r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        k->r->retry_after_s = -1;
-        k->r->next_token[0] = '\0';
-        k->stream = k->rq->on_line && k->r->status >= 200 && k->r->status < 300;
-        return len;
+        s->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        if (s->head)
+            shim_buf_reset(s->head);
     }
-    if (len > 12 && !strncasecmp(p, "Retry-After:", 12))
-        k->r->retry_after_s = 0; /* present: CURLINFO_RETRY_AFTER says how long */
-    if (len > 13 && len - 13 < sizeof(k->r->next_token) && !strncasecmp(p, "X-Next-Token:", 13)) {
-        size_t a = 13, b = len;
-
-        while (a < b && (p[a] == ' ' || p[a] == '\t'))
-            a++;
-        while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
-            b--;
-        memcpy(k->r->next_token, p + a, b - a);
-        k->r->next_token[b - a] = '\0';
-    }
-    return len;
+    return s->head && shim_buf_add(s->head, p, len) ? 0 : len;
 }
 
-/* Streaming: complete lines go out; a partial one waits in k->body. */
-static int stream_bytes(struct call *k, const char *p, size_t n)
+/* A passed body as lines: complete ones go out, a partial one waits. */
+static int pass_lines(struct shim_http_sink *s, const char *p, size_t n)
 {
-    const struct shim_http_req *rq = k->rq;
-
     while (n) {
         const char *nl = memchr(p, '\n', n);
         size_t take = nl ? (size_t)(nl - p) : n;
 
-        if (k->body.len + take > rq->max_line) {
-            k->r->truncated = 1;
+        if (s->line.len + take > s->max_line) {
+            s->cut = SHIM_HTTP_CUT_CAP;
             return -1;
         }
-        if (shim_buf_add(&k->body, p, take) < 0)
+        if (shim_buf_add(&s->line, p, take) < 0) {
+            s->cut = SHIM_HTTP_CUT_NOMEM;
             return -1;
+        }
         if (!nl)
             return 0;
-        if (rq->on_line(rq->ud, k->body.data ? k->body.data : "", k->body.len)) {
-            k->r->stopped = 1;
+        if (s->on_line(s->ud, s->line.data ? s->line.data : "", s->line.len)) {
+            s->cut = SHIM_HTTP_CUT_STOPPED;
             return -1;
         }
-        shim_buf_reset(&k->body);
+        shim_buf_reset(&s->line);
         p += take + 1;
         n -= take + 1;
     }
@@ -164,17 +141,90 @@ static int stream_bytes(struct call *k, const char *p, size_t n)
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
-    struct call *k = ud;
+    struct shim_http_sink *s = ud;
     size_t len = sz * n;
+    int rc;
 
-    if (k->total + len > k->rq->max_body) {
-        k->r->truncated = 1;
+    if (!s->decided) {
+        s->decided = 1;
+        s->passing = s->pass && s->pass(s->ud, s->status);
+    }
+    if (len > s->max_body - s->total) {
+        s->cut = SHIM_HTTP_CUT_CAP;
         return 0;
     }
-    k->total += len;
-    if (k->stream)
-        return stream_bytes(k, p, len) < 0 ? 0 : len;
-    return shim_buf_add(&k->body, p, len) < 0 ? 0 : len;
+    s->total += len;
+    if (s->passing && s->on_line)
+        return pass_lines(s, p, len) < 0 ? 0 : len;
+    if (s->passing) {
+        if (s->on_bytes(s->ud, p, len)) {
+            s->cut = SHIM_HTTP_CUT_STOPPED;
+            return 0;
+        }
+        return len;
+    }
+    if (s->body && (rc = shim_buf_add(s->body, p, len)) < 0) {
+        s->cut = rc == -E2BIG ? SHIM_HTTP_CUT_CAP : SHIM_HTTP_CUT_NOMEM;
+        return 0;
+    }
+    return len;
+}
+
+CURLcode shim_http_perform(const struct shim_curl_api *a, CURL *h, struct shim_http_sink *s)
+{
+    CURLcode rc;
+
+    shim_buf_init(&s->line, s->max_line + 1);
+    a->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    a->easy_setopt(h, CURLOPT_WRITEDATA, s);
+    a->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    a->easy_setopt(h, CURLOPT_HEADERDATA, s);
+    rc = a->easy_perform(h);
+    /* the last line of a passed body may lack its "\n" */
+    if (rc == CURLE_OK && s->passing && s->on_line && s->line.len &&
+        s->on_line(s->ud, s->line.data, s->line.len))
+        s->cut = SHIM_HTTP_CUT_STOPPED;
+    shim_buf_free(&s->line);
+    return rc;
+}
+
+/* ---- the client ---- */
+
+/* A header of the final answer (its value trimmed) into out: 1 when the
+ * head has it, 0 when not (out ""). */
+static int head_value(const struct shim_buf *head, const char *name, char *out, size_t n)
+{
+    size_t nl = strlen(name);
+    const char *p = head->data ? head->data : "", *e;
+
+    out[0] = '\0';
+    for (; *p; p = *e ? e + 1 : e) {
+        size_t a = nl + 1, b;
+
+        e = strchr(p, '\n');
+        if (!e)
+            e = p + strlen(p);
+        b = (size_t)(e - p);
+        if (b <= nl || p[nl] != ':' || strncasecmp(p, name, nl))
+            continue;
+        while (a < b && (p[a] == ' ' || p[a] == '\t'))
+            a++;
+        while (b > a && (p[b - 1] == '\r' || p[b - 1] == ' '))
+            b--;
+        if (b - a < n) {
+            memcpy(out, p + a, b - a);
+            out[b - a] = '\0';
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* A streaming call's 2xx body goes to its line callback. */
+static int pass_2xx(void *ud, long status)
+{
+    (void)ud;
+    return status >= 200 && status < 300;
 }
 
 static int errno_of(CURLcode rc)
@@ -195,7 +245,7 @@ static int errno_of(CURLcode rc)
 }
 
 /* Sets up the handle for rq (guard up). */
-static CURLcode setup(struct shim_http *c, const struct shim_http_req *rq, struct call *k,
+static CURLcode setup(struct shim_http *c, const struct shim_http_req *rq,
                       struct curl_slist *hl, char *errbuf)
 {
     static const CURLoption opts[4] = {CURLOPT_CAINFO, CURLOPT_CAPATH, CURLOPT_PROXY,
@@ -222,10 +272,6 @@ static CURLcode setup(struct shim_http *c, const struct shim_http_req *rq, struc
     a->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, rq->connect_ms);
     a->easy_setopt(h, CURLOPT_TIMEOUT_MS, rq->total_ms);
     a->easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    a->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    a->easy_setopt(h, CURLOPT_WRITEDATA, k);
-    a->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    a->easy_setopt(h, CURLOPT_HEADERDATA, k);
     if (!strcmp(rq->method, "POST")) {
         a->easy_setopt(h, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
         a->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -256,24 +302,33 @@ nomem:
 
 int shim_http_do(struct shim_http *c, const struct shim_http_req *rq, struct shim_http_resp *r)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
+    char errbuf[CURL_ERROR_SIZE] = "", ra_text[32];
     struct curl_slist *hl;
-    struct call k;
+    struct shim_buf head, body;
+    struct shim_http_sink s;
     double t0 = shim_clock_s();
     CURLcode rc;
 
     memset(r, 0, sizeof(*r));
     r->retry_after_s = -1;
-    memset(&k, 0, sizeof(k));
-    k.rq = rq;
-    k.r = r;
-    shim_buf_init(&k.body, rq->on_line ? rq->max_line + 1 : rq->max_body + 1);
+    memset(&s, 0, sizeof(s));
+    shim_buf_init(&head, SHIM_HTTP_HEAD_CAP);
+    shim_buf_init(&body, rq->on_line ? rq->max_line + 1 : rq->max_body + 1);
+    s.head = &head;
+    s.body = &body;
+    s.max_body = rq->max_body;
+    if (rq->on_line) {
+        s.pass = pass_2xx;
+        s.on_line = rq->on_line;
+        s.max_line = rq->max_line;
+        s.ud = rq->ud;
+    }
     shim_guard_enter();
     hl = headers_of(c->api, rq);
-    rc = hl ? setup(c, rq, &k, hl, errbuf) : CURLE_OUT_OF_MEMORY;
+    rc = hl ? setup(c, rq, hl, errbuf) : CURLE_OUT_OF_MEMORY;
     if (rc == CURLE_OK)
-        rc = c->api->easy_perform(c->h);
-    if (r->retry_after_s >= 0) {
+        rc = shim_http_perform(c->api, c->h, &s);
+    if (head_value(&head, "Retry-After", ra_text, sizeof(ra_text))) {
         /* delay-seconds or an HTTP-date, as seconds from now */
         curl_off_t ra = 0;
         if (c->api->easy_getinfo(c->h, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
@@ -285,22 +340,23 @@ int shim_http_do(struct shim_http *c, const struct shim_http_req *rq, struct shi
     if (hl)
         c->api->slist_free_all(hl);
     shim_guard_leave();
-    /* the last line of a stream may lack its "\n" */
-    if (rc == CURLE_OK && k.stream && k.body.len &&
-        rq->on_line(rq->ud, k.body.data, k.body.len))
-        r->stopped = 1;
-    if (!k.stream) {
-        r->body = shim_buf_take(&k.body, &r->len);
+    r->status = s.status;
+    head_value(&head, "X-Next-Token", r->next_token, sizeof(r->next_token));
+    shim_buf_free(&head);
+    r->truncated = s.cut == SHIM_HTTP_CUT_CAP;
+    r->stopped = s.cut == SHIM_HTTP_CUT_STOPPED;
+    if (!s.passing) {
+        r->body = shim_buf_take(&body, &r->len);
         if (!r->body)
             r->body = strdup("");
     }
-    shim_buf_free(&k.body);
+    shim_buf_free(&body);
     r->seconds = shim_clock_s() - t0;
     r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     if (rc != CURLE_OK)
         snprintf(r->error, sizeof(r->error), "%s",
                  errbuf[0] ? errbuf : "the HTTP call could not be made");
-    if (!r->body && !k.stream)
+    if (!r->body && !s.passing)
         return -ENOMEM;
     if (r->status) { /* an answer came, maybe cut: r->incomplete says */
         r->incomplete = rc != CURLE_OK;

@@ -18,6 +18,7 @@
 #ifndef SHIM_HTTP_H
 #define SHIM_HTTP_H
 
+#include "base/buf.h"
 #include "system/real.h"
 
 #include <stddef.h>
@@ -69,6 +70,52 @@ struct shim_http_resp {
     double seconds;
     char error[256];    /* why no answer came ("" when one did) */
 };
+
+/* ---- The transfer core: one libcurl transfer on a handle the caller
+ * set up (URL, method, headers, timeouts), both for this client's fresh
+ * handle and for the model calls' duplicate of the program's (upstream.c).
+ * It owns the handle's header and body callbacks: the status and head of
+ * the final answer, the body under a cap, kept or handed on as bytes or
+ * as lines, and a stop when a callback asks. The guard must be up. ---- */
+
+#define SHIM_HTTP_HEAD_CAP (256 * 1024)
+
+/* Why a transfer's body was cut short (the transfer then fails with
+ * CURLE_WRITE_ERROR). */
+enum shim_http_cut { SHIM_HTTP_CUT_NONE, SHIM_HTTP_CUT_CAP, SHIM_HTTP_CUT_STOPPED,
+                     SHIM_HTTP_CUT_NOMEM };
+
+/* At the first body byte of the transfer: nonzero hands the body to
+ * on_bytes (or on_line) instead of keeping it. */
+typedef int (*shim_http_pass_fn)(void *ud, long status);
+/* Body bytes handed on; nonzero stops the transfer. */
+typedef int (*shim_http_bytes_fn)(void *ud, const char *p, size_t n);
+
+struct shim_http_sink {
+    /* set by the caller (the rest zeroed) */
+    struct shim_buf *head;  /* the final answer's status line and headers
+                               (a new status line empties it), or NULL */
+    struct shim_buf *body;  /* the kept body (its cap cuts too), or NULL */
+    size_t max_body;        /* body bytes taken at most, kept or handed on */
+    shim_http_pass_fn pass; /* NULL: the body is kept */
+    shim_http_bytes_fn on_bytes; /* a passed body as bytes, or (NULL) */
+    shim_http_line_fn on_line; /* or as lines: the "\n" removed, the
+                               last even without one */
+    size_t max_line;        /* a line's bytes at most */
+    void *ud;
+    /* filled by shim_http_perform */
+    long status;            /* the last status line's; 0: none came */
+    int decided, passing;   /* the body went to on_bytes/on_line */
+    int cut;                /* enum shim_http_cut */
+    size_t total;           /* body bytes taken */
+    struct shim_buf line;   /* a passed line not yet complete */
+};
+
+/* Sets h's header and body callbacks to s, performs, and hands on the
+ * last line of a passed body. libcurl's result. */
+CURLcode shim_http_perform(const struct shim_curl_api *a, CURL *h, struct shim_http_sink *s);
+
+/* ---- The client ---- */
 
 /* 0 or -errno (-ENOMEM, -ENOENT: that libcurl is not in the process). */
 int shim_http_open(const struct shim_http_net *net, struct shim_http **out);

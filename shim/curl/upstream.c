@@ -14,6 +14,7 @@
 #include "store/cassette.h"
 #include "store/store.h"
 #include "system/config.h"
+#include "system/http.h"
 #include "system/url.h"
 
 #include <errno.h>
@@ -24,7 +25,7 @@
 #include <strings.h>
 #include <time.h>
 
-#define HEAD_CAP (256 * 1024)
+#define HEAD_CAP SHIM_HTTP_HEAD_CAP
 
 struct shim_upstream;
 
@@ -53,11 +54,11 @@ struct shim_upstream {
     CURL *h;
     struct curl_slist *headers;
     size_t max_response;
-    struct shim_http_reply *cur; /* reply being filled by the callbacks */
+    struct shim_http_reply *cur; /* reply being filled by the network call */
+    struct shim_http_sink sink;  /* that call's capture (http.h) */
     /* streaming */
     int smode;   /* SM_*: how the body of the current reply is read */
     int swhy;    /* SW_*: why reading a stream stopped */
-    size_t stotal; /* bytes of the stream so far */
     struct shim_sse sse;
     shim_upstream_event_fn fn;
     void *fn_ctx;
@@ -77,18 +78,14 @@ static int sse_event(void *ctx, const char *name, const char *data, size_t len)
     return u->fn(u->fn_ctx, name, data, len) ? -ECANCELED : 0;
 }
 
-/* Stream bytes: counted against the cap, kept only when recording,
- * parsed at once. 0 or -1 (u->swhy says why). */
-static int stream_bytes(struct shim_upstream *u, const char *p, size_t n)
+/* Stream bytes (the core counted them against the cap): kept only when
+ * recording, parsed at once. 0 or -1 (u->swhy says why). */
+static int stream_bytes(void *ud, const char *p, size_t n)
 {
+    struct shim_upstream *u = ud;
     int rc;
 
-    if (n > u->max_response - u->stotal) {
-        u->swhy = SW_TOTAL;
-        return -1;
-    }
-    u->stotal += n;
-    if (u->keep_stream && shim_buf_add(&u->cur->body, p, n)) {
+    if (u->keep_stream && shim_buf_add(u->sink.body, p, n)) {
         u->swhy = SW_TOTAL;
         return -1;
     }
@@ -112,36 +109,42 @@ static void take_info(struct shim_upstream *u, struct shim_http_reply *r)
         snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
 }
 
-static void decide(struct shim_upstream *u)
+/* The core's question at the first body byte: pass it to the SSE
+ * parser? Only when streaming was asked for and the answer is SSE. */
+static int decide(void *ud, long status)
 {
+    struct shim_upstream *u = ud;
     struct shim_http_reply *r = u->cur;
 
+    (void)status; /* libcurl's, as recorded */
+    if (u->smode != SM_UNDECIDED)
+        return 0;
     take_info(u, r);
     u->smode = r->status >= 200 && r->status < 300 && is_sse_type(r->content_type) ? SM_SSE
                                                                                     : SM_WHOLE;
+    return u->smode == SM_SSE;
 }
 
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+/* One transfer of the duplicate through the core (http.h): the final
+ * head and the body into r under its caps, an SSE answer to the parser,
+ * the stop or cut said in u->swhy. Guard up. */
+static CURLcode perform(struct shim_upstream *u, struct shim_http_reply *r)
 {
-    struct shim_upstream *u = ud;
+    CURLcode rc;
 
-    if (u->smode == SM_UNDECIDED)
-        decide(u);
-    if (u->smode == SM_SSE)
-        return stream_bytes(u, p, sz * n) ? 0 : sz * n;
-    return shim_buf_add(&u->cur->body, p, sz * n) ? 0 : sz * n;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-    struct shim_upstream *u = ud;
-    size_t len = sz * n;
-
-    /* A new status line starts a new response (100-continue, redirects):
-     * only the final one is kept. */
-    if (len >= 5 && !memcmp(p, "HTTP/", 5))
-        shim_buf_reset(&u->cur->head);
-    return shim_buf_add(&u->cur->head, p, len) ? 0 : len;
+    memset(&u->sink, 0, sizeof(u->sink));
+    u->cur = r;
+    u->sink.head = &r->head;
+    u->sink.body = &r->body;
+    u->sink.max_body = r->body.cap;
+    u->sink.pass = decide;
+    u->sink.on_bytes = stream_bytes;
+    u->sink.ud = u;
+    rc = shim_http_perform(u->api, u->h, &u->sink);
+    if (u->smode == SM_SSE && u->sink.cut == SHIM_HTTP_CUT_CAP)
+        u->swhy = SW_TOTAL;
+    u->cur = NULL;
+    return rc;
 }
 
 static int header_is(const char *line, const char *name)
@@ -353,25 +356,21 @@ static CURLcode network_post(struct shim_upstream *u, const char *body, size_t l
 {
     CURLcode rc;
 
-    u->cur = r;
     snprintf(r->source, sizeof(r->source), "network");
-    if ((rc = bound_call(u, errbuf)) != CURLE_OK) {
-        u->cur = NULL;
+    if ((rc = bound_call(u, errbuf)) != CURLE_OK)
         return rc;
-    }
     shim_guard_enter();
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDS, body);
     u->api->easy_setopt(u->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    rc = u->api->easy_perform(u->h);
+    rc = perform(u, r);
     if (rc == CURLE_OK)
         take_info(u, r);
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
     shim_guard_leave();
-    u->cur = NULL;
     if (rc == CURLE_WRITE_ERROR && u->smode == SM_SSE)
         rc = stream_failure(u, errbuf);
-    else if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE > r->body.cap) {
+    else if (rc == CURLE_WRITE_ERROR && u->sink.cut == SHIM_HTTP_CUT_CAP) {
         snprintf(errbuf, CURL_ERROR_SIZE,
                  "codeshim: upstream response larger than %zu bytes "
                  "(CODESHIM_MAX_RESPONSE)", r->body.cap);
@@ -411,7 +410,6 @@ static CURLcode feed_recorded(struct shim_upstream *u, CURLcode rc, struct shim_
         u->swhy = SW_TOTAL;
         return stream_failure(u, errbuf);
     }
-    u->stotal = r->body.len;
     if (shim_sse_feed(&u->sse, r->body.data ? r->body.data : "", r->body.len) ||
         shim_sse_end(&u->sse)) {
         u->swhy = u->sse.err == -ECANCELED ? SW_STOPPED : SW_EVENT;
@@ -718,10 +716,7 @@ int shim_upstream_open(const struct shim_curl_api *api, CURL *h,
     }
     shim_guard_enter();
     api->easy_setopt(u->h, CURLOPT_HTTPHEADER, u->headers);
-    api->easy_setopt(u->h, CURLOPT_WRITEFUNCTION, on_body);
-    api->easy_setopt(u->h, CURLOPT_WRITEDATA, u);
-    api->easy_setopt(u->h, CURLOPT_HEADERFUNCTION, on_header);
-    api->easy_setopt(u->h, CURLOPT_HEADERDATA, u);
+    /* the header and body callbacks are http.c's, set at each call */
     api->easy_setopt(u->h, CURLOPT_HEADER, 0L);
     api->easy_setopt(u->h, CURLOPT_NOBODY, 0L);
     api->easy_setopt(u->h, CURLOPT_UPLOAD, 0L);
@@ -804,19 +799,17 @@ CURLcode shim_upstream_get(struct shim_upstream *u, const char *path, size_t max
     }
     if ((rc = bound_call(u, errbuf)) != CURLE_OK)
         return rc;
-    u->cur = r;
     u->smode = SM_WHOLE;
     shim_guard_enter();
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, errbuf);
     u->api->easy_setopt(u->h, CURLOPT_URL, url);
     u->api->easy_setopt(u->h, CURLOPT_HTTPGET, 1L);
-    rc = u->api->easy_perform(u->h);
+    rc = perform(u, r);
     if (rc == CURLE_OK)
         take_info(u, r);
     u->api->easy_setopt(u->h, CURLOPT_URL, u->url); /* the next POST goes where it did */
     u->api->easy_setopt(u->h, CURLOPT_ERRORBUFFER, (char *)NULL);
     shim_guard_leave();
-    u->cur = NULL;
     u->smode = SM_OFF;
     if (rc == CURLE_WRITE_ERROR) {
         snprintf(errbuf, CURL_ERROR_SIZE, "codeshim: the file is larger than %zu bytes", max);
@@ -844,7 +837,6 @@ CURLcode shim_upstream_post_stream(struct shim_upstream *u, const char *body, si
     errbuf[0] = '\0';
     u->smode = SM_UNDECIDED;
     u->swhy = SW_NONE;
-    u->stotal = 0;
     u->fn = fn;
     u->fn_ctx = ctx;
     shim_sse_init(&u->sse, u->max_response, u->max_response, sse_event, u);

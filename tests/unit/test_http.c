@@ -3,7 +3,8 @@
  * port): what the server received (method, path, headers, body, one
  * connection for two calls), and what the client made of each answer
  * (status, kept body, X-Next-Token, Retry-After, streamed lines, caps,
- * stop, refused and timed-out calls). */
+ * stop, refused and timed-out calls); and the transfer core under them
+ * on a handle of the test's own (final head, pass, cap, stop). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,6 +264,114 @@ static void refused_and_timed_out_calls_are_errors(void **state)
     assert_int_equal(F.s.nreq, 1);
 }
 
+/* ---------------- the transfer core, on a handle set up here ---------------- */
+
+struct core {
+    long pass_status[4];
+    int npass, keep;    /* keep: pass says keep the body */
+    char got[64];
+    size_t ngot;
+    int stop_at;        /* on_bytes says stop at its call stop_at (-1: never) */
+    int nbytes;
+};
+
+static int core_pass(void *ud, long status)
+{
+    struct core *c = ud;
+
+    if (c->npass < 4)
+        c->pass_status[c->npass] = status;
+    c->npass++;
+    return !c->keep;
+}
+
+static int core_bytes(void *ud, const char *p, size_t n)
+{
+    struct core *c = ud;
+
+    if (c->ngot + n < sizeof(c->got)) {
+        memcpy(c->got + c->ngot, p, n);
+        c->ngot += n;
+        c->got[c->ngot] = '\0';
+    }
+    return c->nbytes++ == c->stop_at;
+}
+
+/* One core transfer of GET url on h into head and body (body capped at
+ * max), its sink's result in *s. */
+static CURLcode core_get(const struct shim_curl_api *a, CURL *h, const char *url,
+                         struct shim_buf *head, struct shim_buf *body, size_t max,
+                         struct core *c, struct shim_http_sink *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->head = head;
+    s->body = body;
+    s->max_body = max;
+    s->pass = core_pass;
+    s->on_bytes = core_bytes;
+    s->ud = c;
+    a->easy_setopt(h, CURLOPT_URL, url);
+    return shim_http_perform(a, h, s);
+}
+
+static void core_keeps_the_final_head_and_passes_stops_or_cuts_the_body(void **state)
+{
+    const struct shim_curl_api *a = shim_real(SHIM_FLAVOR_OPENSSL);
+    struct shim_buf head, body;
+    struct shim_http_sink s;
+    struct core c = {.stop_at = -1};
+    char url[128];
+    CURL *h;
+    (void)state;
+
+    assert_non_null(a);
+    h = a->easy_init();
+    assert_non_null(h);
+    start(&F.s, 3,
+          "HTTP/1.1 100 Continue\r\n\r\n" OK_HEAD "X-A: 1\r\nContent-Length: 10\r\n\r\n0123456789",
+          OK_HEAD "Content-Length: 10\r\n\r\n0123456789",
+          OK_HEAD "Connection: close\r\nContent-Length: 3\r\n\r\nabc");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/core", F.s.port);
+    shim_buf_init(&head, 4096);
+    shim_buf_init(&body, 64);
+
+    /* passed: the bytes go to on_bytes, nothing is kept; only the final
+     * answer's head is, and pass is asked once, with its status */
+    assert_int_equal(core_get(a, h, url, &head, &body, 64, &c, &s), CURLE_OK);
+    assert_int_equal(s.status, 200);
+    assert_int_equal(c.npass, 1);
+    assert_int_equal(c.pass_status[0], 200);
+    assert_true(s.passing);
+    assert_string_equal(c.got, "0123456789");
+    assert_int_equal(body.len, 0);
+    assert_int_equal(s.total, 10);
+    assert_int_equal(s.cut, SHIM_HTTP_CUT_NONE);
+    assert_true(!strncmp(head.data, "HTTP/1.1 200 OK\r\n", 17));
+    assert_null(strstr(head.data, "100 Continue"));
+    assert_non_null(strstr(head.data, "\r\nX-A: 1\r\n"));
+
+    /* kept, past the cap: cut, the transfer fails, no more than the cap kept */
+    c = (struct core){.stop_at = -1, .keep = 1};
+    assert_int_equal(core_get(a, h, url, &head, &body, 4, &c, &s), CURLE_WRITE_ERROR);
+    assert_int_equal(s.cut, SHIM_HTTP_CUT_CAP);
+    assert_false(s.passing);
+    assert_true(body.len <= 4);
+    assert_int_equal(c.ngot, 0);
+
+    /* passed, and on_bytes asks to stop */
+    c = (struct core){.stop_at = 0};
+    assert_int_equal(core_get(a, h, url, &head, &body, 64, &c, &s), CURLE_WRITE_ERROR);
+    assert_int_equal(s.cut, SHIM_HTTP_CUT_STOPPED);
+    assert_int_equal(c.nbytes, 1);
+    assert_int_equal(s.status, 200);
+
+    a->easy_cleanup(h);
+    shim_buf_free(&head);
+    shim_buf_free(&body);
+    stop(&F.s);
+    assert_int_equal(F.s.nreq, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +382,7 @@ int main(void)
         cmocka_unit_test(stream_stops_when_asked_and_cuts_a_long_line),
         cmocka_unit_test(body_past_max_is_cut),
         cmocka_unit_test(refused_and_timed_out_calls_are_errors),
+        cmocka_unit_test(core_keeps_the_final_head_and_passes_stops_or_cuts_the_body),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,8 @@
-/* http.c - see http.h. One easy handle per client, reset (which keeps
- * its live connections) and set up again for every call. */
+/* http.c - see http.h. The transfer core first (the one pair of header
+ * and body callbacks codeshim sets on a libcurl handle, for this client
+ * and for the model calls alike), then the client: one easy handle per
+ * client, reset (which keeps its live connections) and set up again for
+ * every call. */
 #include "system/http.h"
 
 #include "base/buf.h"

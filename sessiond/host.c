@@ -4,13 +4,14 @@
  * - Where: DIR = <identity dir>/hosts/<settings>, DIR/sock and DIR/pid;
  *   started by the library (shim/session/session.c) when a session is to start
  *   and no host answers there. One per identity and settings: nothing of
- *   it (its fork server, its spare) ever serves another identity.
- * - What: it keeps the fork server of these settings and a warm spare
- *   forked from it (shim_sandbox_keep_warm), so that a session starts as
- *   fast as a sandbox in a program that opened one before, with the data
- *   libraries already imported. For each {"op":"open","name",["bind"]} on
- *   its socket it takes that sandbox (shim_sandbox_open_forked) and forks
- *   the session's own process (serve.c), which adopts it, answers the
+ *   it (its sessions, its fork server if it has one) ever serves another
+ *   identity.
+ * - What: its sessions' sandboxes are lent by the user's sandbox host
+ *   (shim_session_lent), or, where none is lent, forked from a fork server
+ *   of its own (shim_sandbox_keep_warm), so that a session starts as fast
+ *   as a pooled sandbox, with the data libraries already imported. For
+ *   each {"op":"open","name",["bind"]} on its socket it takes such a
+ *   sandbox and forks the session's own process (serve.c), which adopts it, answers the
  *   library once the session's socket listens, and serves it from then
  *   on; the host forgets the sandbox. Without one ready (the first
  *   session, while the server imports; a server that failed), the session

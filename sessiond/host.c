@@ -314,6 +314,8 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     if (write(ready, "R", 1) != 1)
         LOG_WARN("readiness pipe closed");
     close(ready);
+    if (user) /* a killed predecessor's cgroups, where they are empty now */
+        shim_sandbox_tidy(cfg);
     /* a session host's sandboxes come from the user's sandbox host (no
      * fork server and imports for each identity) where there is one */
     h.warm = !user && shim_session_lent_ready(cfg) ? LENDS : shim_sandbox_keep_warm(cfg);
@@ -340,6 +342,8 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     sessiond_waiting_close(&h.w);
     close(h.lfd);
     sessiond_pool_end(&h.pool);
+    if (user) /* and those whose processes were still ending at the start */
+        shim_sandbox_tidy(cfg);
     if (sessiond_stop) {
         end_sessions(&h);
         leave(&h, 1000);

@@ -113,6 +113,12 @@ void shim_sandbox_adopt(struct shim_sandbox *sb);
  *   (fd, adopted; closed on failure) and pid. Closing it only closes the
  *   socket; a lost one is started again the cold way. */
 int shim_sandbox_lend(struct shim_sandbox *sb, int *fd, long *pid);
+/* Removes what the sandboxes of processes that are gone left behind (the
+ * local backend: their cgroups, once empty, which any sandbox start on
+ * the machine also removes). The sandbox host calls it as it starts and
+ * as it ends, so that a host that was killed (its sandboxes die with its
+ * fork server) leaves nothing once its successor's TTL has passed. */
+void shim_sandbox_tidy(const struct shim_config *cfg);
 int shim_sandbox_life_fd(const struct shim_sandbox *sb);
 int shim_sandbox_open_lent(const struct shim_config *cfg, int fd, long pid,
                            struct shim_sandbox **out);

@@ -60,6 +60,8 @@ struct shim_sandbox_ops {
     int (*lend)(void *state, int *fd, long *pid);
     int (*life_fd)(void *state);
     int (*create_lent)(const struct shim_config *cfg, int fd, long pid, void **state);
+    /* Optional: shim_sandbox_tidy (sandbox.h). */
+    void (*tidy)(const struct shim_config *cfg);
 };
 
 extern const struct shim_sandbox_ops shim_sandbox_local;

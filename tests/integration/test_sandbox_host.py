@@ -272,6 +272,32 @@ def test_nothing_is_left_after_the_hosts_ttl(fake, rt):
     assert not [c for c in cg if os.path.exists(c)], cg
 
 
+def test_a_killed_hosts_cgroups_are_removed(fake, rt):
+    """SIGKILL of the host: its sandboxes die with its fork server, and
+    their cgroups, empty once the kernel is done with their processes, are
+    removed by the next sandbox start on the machine, or at the latest by
+    the next host as it starts or ends: once the new host's TTL has
+    passed, no cgroup of either is left."""
+    need_cgroup()
+    env = {"CODESHIM_SESSION_TTL": "2"}
+    d = warm_host(fake.url, rt, env)
+    old = status(d)["pid"]
+    left = cgroup_dirs(old)
+    assert left  # the fork server's and the pool's
+    os.kill(old, signal.SIGKILL)
+    assert wait_for(lambda: not alive(old))
+    out, err, _ = private(fake.url, rt, env=env)
+    assert out == ISOLATED and COLD in err, err
+    assert wait_for(lambda: pool_full(d), timeout=60)  # started again
+    new = status(d)["pid"]
+    assert new != old
+    mine = cgroup_dirs(new)
+    assert mine
+    assert wait_for(lambda: not alive(new), timeout=60)  # its TTL passed
+    assert not [c for c in left + mine if os.path.exists(c)], left + mine
+    assert not cgroup_dirs(old) and not cgroup_dirs(new)
+
+
 def test_a_killed_programs_sandbox_is_ended_by_the_host(fake, rt, tmp_path):
     """kill -9 of the program mid-execution: the host sees its sandbox end
     and removes its cgroup (no later start of a program needed)."""

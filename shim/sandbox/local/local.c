@@ -209,6 +209,18 @@ static int local_create_lent(const struct shim_config *cfg, int fd, long pid, vo
     return 0;
 }
 
+/* cgroup.c removes the leftovers of processes that are gone whenever it
+ * makes a cgroup: one made and removed at once does just that. */
+static void local_tidy(const struct shim_config *cfg)
+{
+    struct shim_cgroup cg;
+
+    if (cfg->unsafe_no_isolation ||
+        shim_cgroup_create(&cg, cfg->memory_limit ? cfg->memory_limit : 1ULL << 30, 16) != 0)
+        return;
+    shim_cgroup_destroy(&cg);
+}
+
 const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
@@ -225,4 +237,5 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .lend = local_lend,
     .life_fd = local_life_fd,
     .create_lent = local_create_lent,
+    .tidy = local_tidy,
 };

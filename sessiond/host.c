@@ -145,7 +145,7 @@ static void status(struct host *h, int fd)
                                                (h->warm == LENDS && shim_session_lent_ready(h->cfg)));
         cJSON_AddNumberToObject(ans, "sessions", h->nkids);
         if (h->user) {
-            cJSON_AddNumberToObject(ans, "pool", h->pool.nready);
+            cJSON_AddNumberToObject(ans, "pool", sessiond_pool_ready(&h->pool));
             cJSON_AddNumberToObject(ans, "lent", h->pool.nlent);
             cJSON_AddNumberToObject(ans, "lent_total", (double)h->pool.lent_total);
             cJSON_AddNumberToObject(ans, "pid", (double)getpid());

@@ -1,8 +1,7 @@
 # bench.mk - the sandbox benchmark (owned by the sandbox layer); included by
 # the top Makefile. `make bench-sandbox [N=30]` prints median and spread of
-# a bare Python start, a cold sandbox (open + first execution, no spare),
-# an open with a warm spare ready, a warm execution, the execution after a
-# timeout, and close. Measured, never
+# a bare Python start, a cold sandbox (open + first execution), a warm
+# execution, the execution after a timeout, and close. Measured, never
 # asserted.
 $(BUILD)/bench/sandbox_bench: bench/sandbox_bench.c $(BUILD)/libcodeshim_core.a
 	@mkdir -p $(dir $@)

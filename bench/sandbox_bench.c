@@ -6,21 +6,18 @@
  *   python      a bare `/usr/bin/python3 -I -c pass` (spawn and wait): the
  *               floor any Python sandbox starts from;
  *   cold        shim_sandbox_open + the first shim_sandbox_exec("print(1)")
- *               until its result is back, with no warm spare
- *               (CODESHIM_WARM_SPARE=0): bubblewrap, namespaces, seccomp,
- *               the supervisor and the notebook interpreter;
- *   spare       the same with a warm spare ready (CODESHIM_WARM_SPARE=1,
- *               the default, in a process that opened sandboxes before):
- *               what every request after the second one costs;
+ *               until its result is back: bubblewrap, namespaces, seccomp,
+ *               the supervisor and the notebook interpreter (what a
+ *               request costs where no sandbox host lends one; pooled
+ *               sandboxes: fork_bench and session_bench);
  *   warm        shim_sandbox_exec("print(1)") in a sandbox that is up;
  *   restart     the execution after a timeout (a fresh interpreter, same
  *               sandbox), minus nothing: what the next call costs;
  *   close       shim_sandbox_close (every sandbox process gone).
- * Before each open, the machine is left idle for a moment (SETTLE_MS, the
- * spare's start included), as a program is while the model answers.
+ * Before each open, the machine is left idle for a moment (SETTLE_MS), as
+ * a program is while the model answers.
  * Prints median, interquartile range, min and max in milliseconds. Measured,
  * never asserted. */
-#include "sandbox/local/local_spare.h"
 #include "sandbox/sandbox.h"
 #include "system/config.h"
 
@@ -65,20 +62,11 @@ static int exec1(struct shim_sandbox *sb, const char *code,
     return ok ? 0 : -1;
 }
 
-/* Waits for the warm spare (if one is coming) to be started, then lets
- * it and everything else finish starting. */
+/* Lets everything started before finish starting. */
 static void settle(void)
 {
-    struct shim_local_spare_stats st;
     struct timespec ts = {0, SETTLE_MS * 1000000L};
-    int i;
 
-    for (i = 0; i < 200; i++) {
-        shim_local_spare_stats(&st);
-        if (st.spare_pid)
-            break;
-        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
-    }
     nanosleep(&ts, NULL);
 }
 
@@ -95,33 +83,25 @@ static double open_exec(const struct shim_config *c, struct shim_sandbox **sb)
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 30, i, w = 0;
-    double *py, *cold, *spare, *warm, *restart, *close_t;
-    struct shim_config c, nospare;
-    struct shim_local_spare_stats st0, st1;
+    double *py, *cold, *warm, *restart, *close_t;
+    struct shim_config c;
     struct shim_sandbox *sb;
 
     if (n < 4)
         n = 4;
     py = calloc((size_t)n, sizeof(double));
     cold = calloc((size_t)n, sizeof(double));
-    spare = calloc((size_t)n, sizeof(double));
     warm = calloc((size_t)n * 10, sizeof(double));
     restart = calloc((size_t)n, sizeof(double));
     close_t = calloc((size_t)n, sizeof(double));
-    if (!py || !cold || !spare || !warm || !restart || !close_t)
+    if (!py || !cold || !warm || !restart || !close_t)
         return 1;
     shim_config_parse(&c, no_env, NULL, NULL);
-    nospare = c;
-    nospare.warm_spare = 0;
-    /* two opens: from here on, this process is one that gets spares */
-    for (i = 0; i < 2; i++) {
-        if (open_exec(&c, &sb) < 0) {
-            fprintf(stderr, "the sandbox does not work here\n");
-            return 1;
-        }
-        shim_sandbox_close(sb);
+    if (open_exec(&c, &sb) < 0) {
+        fprintf(stderr, "the sandbox does not work here\n");
+        return 1;
     }
-    shim_local_spare_stats(&st0);
+    shim_sandbox_close(sb);
     for (i = 0; i < n; i++) {
         double t0;
         int k;
@@ -129,7 +109,7 @@ int main(int argc, char **argv)
         settle();
         py[i] = python_ms("pass");
         settle();
-        cold[i] = open_exec(&nospare, &sb);
+        cold[i] = open_exec(&c, &sb);
         if (cold[i] < 0)
             return 1;
         for (k = 0; k < 10; k++) {
@@ -147,23 +127,14 @@ int main(int argc, char **argv)
         t0 = now_ms();
         shim_sandbox_close(sb);
         close_t[i] = now_ms() - t0;
-        settle();
-        spare[i] = open_exec(&c, &sb);
-        if (spare[i] < 0)
-            return 1;
-        shim_sandbox_close(sb);
     }
-    shim_local_spare_stats(&st1);
     printf("local sandbox, N=%d (%ld cores, %s)\n", n,
            sysconf(_SC_NPROCESSORS_ONLN),
            geteuid() == 0 ? "root" : "ordinary user");
     row("bare python3 -I -c pass (spawn + wait)", py, n);
-    row("cold (no spare): open + first print(1)", cold, n);
-    row("open with a spare ready: open + first print(1)", spare, n);
+    row("cold: open + first print(1)", cold, n);
     row("warm: print(1) in a running sandbox", warm, w);
     row("after a timeout: print(1), fresh interpreter", restart, n);
     row("close (all sandbox processes gone)", close_t, n);
-    printf("spares: %lu of %d opens with a spare ready got one\n",
-           st1.spares_taken - st0.spares_taken, n);
     return 0;
 }

@@ -56,6 +56,7 @@ BENCH_HTTP = REPO / "build" / "bench" / "bench_http"
 URL = "http://127.0.0.1:9/v1/responses"  # never reached: the offline model
 
 
+POOL = 4  # sessiond.h's SESSIOND_POOL: the pool is full
 PRINT = "print('ok')"
 IMPORTS = "import numpy, pandas, matplotlib.pyplot"
 
@@ -111,7 +112,7 @@ def pool_full(rt):
     while time.monotonic() < end:
         d = user_host(rt)
         try:
-            if d and session_host.call(d, {"op": "status"}).get("pool", 0) >= 2:
+            if d and session_host.call(d, {"op": "status"}).get("pool", 0) >= POOL:
                 return d
         except OSError:
             pass

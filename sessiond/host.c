@@ -4,13 +4,14 @@
  * - Where: DIR = <identity dir>/hosts/<settings>, DIR/sock and DIR/pid;
  *   started by the library (shim/session/session_host.c) when a session is to start
  *   and no host answers there. One per identity and settings: nothing of
- *   it (its fork server, its spare) ever serves another identity.
- * - What: it keeps the fork server of these settings and a warm spare
- *   forked from it (shim_sandbox_keep_warm), so that a session starts as
- *   fast as a sandbox in a program that opened one before, with the data
- *   libraries already imported. For each {"op":"open","name",["bind"]} on
- *   its socket it takes that sandbox (shim_sandbox_open_forked) and forks
- *   the session's own process (serve.c), which adopts it, answers the
+ *   it (its sessions, its fork server if it has one) ever serves another
+ *   identity.
+ * - What: its sessions' sandboxes are lent by the user's sandbox host
+ *   (shim_session_lent), or, where none is lent, forked from a fork server
+ *   of its own (shim_sandbox_keep_warm), so that a session starts as fast
+ *   as a pooled sandbox, with the data libraries already imported. For
+ *   each {"op":"open","name",["bind"]} on its socket it takes such a
+ *   sandbox and forks the session's own process (serve.c), which adopts it, answers the
  *   library once the session's socket listens, and serves it from then
  *   on; the host forgets the sandbox. Without one ready (the first
  *   session, while the server imports; a server that failed), the session
@@ -144,7 +145,7 @@ static void status(struct host *h, int fd)
                                                (h->warm == LENDS && shim_session_lent_ready(h->cfg)));
         cJSON_AddNumberToObject(ans, "sessions", h->nkids);
         if (h->user) {
-            cJSON_AddNumberToObject(ans, "pool", h->pool.nready);
+            cJSON_AddNumberToObject(ans, "pool", sessiond_pool_ready(&h->pool));
             cJSON_AddNumberToObject(ans, "lent", h->pool.nlent);
             cJSON_AddNumberToObject(ans, "lent_total", (double)h->pool.lent_total);
             cJSON_AddNumberToObject(ans, "pid", (double)getpid());
@@ -313,6 +314,8 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     if (write(ready, "R", 1) != 1)
         LOG_WARN("readiness pipe closed");
     close(ready);
+    if (user) /* a killed predecessor's cgroups, where they are empty now */
+        shim_sandbox_tidy(cfg);
     /* a session host's sandboxes come from the user's sandbox host (no
      * fork server and imports for each identity) where there is one */
     h.warm = !user && shim_session_lent_ready(cfg) ? LENDS : shim_sandbox_keep_warm(cfg);
@@ -339,6 +342,8 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     sessiond_waiting_close(&h.w);
     close(h.lfd);
     sessiond_pool_end(&h.pool);
+    if (user) /* and those whose processes were still ending at the start */
+        shim_sandbox_tidy(cfg);
     if (sessiond_stop) {
         end_sessions(&h);
         leave(&h, 1000);

@@ -297,7 +297,6 @@ static struct shim_sandbox *own_sandbox(const struct shim_config *cfg, struct sh
     }
     sb_cfg = *cfg;
     sb_cfg.fork_server = 0; /* a fork server for one sandbox: a second Python */
-    sb_cfg.warm_spare = 0;
     return shim_sandbox_open(&sb_cfg, &sb) == 0 ? sb : NULL;
 }
 

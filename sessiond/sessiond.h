@@ -6,6 +6,7 @@
 
 #include "system/config.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -23,19 +24,26 @@ extern volatile sig_atomic_t sessiond_stop;
  * program only closes the socket and the host removes the rest (cgroup,
  * processes) off the program's path. A sandbox is lent once and never
  * comes back: no two requests, and so no two identities, share one. */
-#define SESSIOND_POOL 2
+#define SESSIOND_POOL 4
 #define SESSIOND_LENT 1024 /* lent and not ended yet, at once */
 struct sessiond_pool {
     const struct shim_config *cfg;
-    struct shim_sandbox *ready[SESSIOND_POOL];
+    struct shim_sandbox *ready[SESSIOND_POOL]; /* shared with the refill thread */
     int nready;
-    struct shim_sandbox *lent[SESSIOND_LENT];
+    int warm;    /* the fork server is up (1): the thread may fork */
+    int stop;    /* the thread is to end */
+    int running; /* the refill thread was started */
+    pthread_t thread;
+    struct shim_sandbox *lent[SESSIOND_LENT]; /* the main thread's */
     int nlent;
     unsigned long lent_total; /* lent since the host started */
 };
-/* Forks sandboxes until SESSIOND_POOL are ready (when warm: the fork
- * server is up). */
+/* Has the refill thread (started at the first call) fork sandboxes until
+ * SESSIOND_POOL are ready, while warm (the fork server is up): called
+ * after each look at the fork server; it returns at once. */
 void sessiond_pool_fill(struct sessiond_pool *p, int warm);
+/* How many are ready now. */
+int sessiond_pool_ready(struct sessiond_pool *p);
 /* Closes each lent sandbox that ended (its borrower closed it, or it
  * died), which removes its cgroup: how many. */
 int sessiond_pool_reap(struct sessiond_pool *p);

@@ -130,6 +130,14 @@ int shim_sandbox_open_at(const struct shim_config *cfg, const struct shim_http_n
 
 /* ---- handing a sandbox to a fork of this process ---- */
 
+void shim_sandbox_tidy(const struct shim_config *cfg)
+{
+    const struct shim_sandbox_ops *ops = cfg ? backend_of(cfg) : NULL;
+
+    if (ops && ops->tidy)
+        ops->tidy(cfg);
+}
+
 int shim_sandbox_keep_warm(const struct shim_config *cfg)
 {
     const struct shim_sandbox_ops *ops = cfg ? backend_of(cfg) : NULL;

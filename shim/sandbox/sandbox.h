@@ -25,9 +25,9 @@ struct shim_sandbox;
 /* Creates a sandbox with the backend named by cfg->sandbox. 0 or -errno.
  * Any thread may open, use and close a sandbox (one call at a time per
  * sandbox); the local backend's processes live until close, or until the
- * host process ends (spawn.c). A process that opens sandboxes repeatedly
- * gets them from a warm spare started in advance (local_spare.c): still a
- * fresh sandbox every time. */
+ * host process ends (spawn.c). A fresh sandbox every time: a program's
+ * are started cold, here, or lent by the user's sandbox host
+ * (shim_sandbox_open_lent). */
 int shim_sandbox_open(const struct shim_config *cfg, struct shim_sandbox **out);
 /* shim_sandbox_open with the program's transport settings (for backends
  * that reach their sandboxes over HTTP; net may be NULL) and a tag (NULL:
@@ -86,9 +86,9 @@ void shim_sandbox_close(struct shim_sandbox *sb);
  * processes are not children of this process (the local backend's are
  * forked from its fork server), so the fork can own it whole, while this
  * process lives.
- * - keep_warm: start what makes such sandboxes fast now (the fork server,
- *   then a warm spare forked from it); call it again to keep it so. 1
- *   when one is ready, 0 while it gets ready, -ENOTSUP when cfg's backend
+ * - keep_warm: start what makes such sandboxes fast now (the fork
+ *   server; only the hosts of codeshim-sessiond call it); call it again
+ *   to keep it so. 1 when it is up, 0 while it gets ready, -ENOTSUP when cfg's backend
  *   or settings have none (or it failed).
  * - open_forked: opens only such a sandbox; -EAGAIN when none can be had
  *   now (open another way, in the fork).
@@ -113,6 +113,12 @@ void shim_sandbox_adopt(struct shim_sandbox *sb);
  *   (fd, adopted; closed on failure) and pid. Closing it only closes the
  *   socket; a lost one is started again the cold way. */
 int shim_sandbox_lend(struct shim_sandbox *sb, int *fd, long *pid);
+/* Removes what the sandboxes of processes that are gone left behind (the
+ * local backend: their cgroups, once empty, which any sandbox start on
+ * the machine also removes). The sandbox host calls it as it starts and
+ * as it ends, so that a host that was killed (its sandboxes die with its
+ * fork server) leaves nothing once its successor's TTL has passed. */
+void shim_sandbox_tidy(const struct shim_config *cfg);
 int shim_sandbox_life_fd(const struct shim_sandbox *sb);
 int shim_sandbox_open_lent(const struct shim_config *cfg, int fd, long pid,
                            struct shim_sandbox **out);

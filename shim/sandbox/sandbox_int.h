@@ -60,6 +60,8 @@ struct shim_sandbox_ops {
     int (*lend)(void *state, int *fd, long *pid);
     int (*life_fd)(void *state);
     int (*create_lent)(const struct shim_config *cfg, int fd, long pid, void **state);
+    /* Optional: shim_sandbox_tidy (sandbox.h). */
+    void (*tidy)(const struct shim_config *cfg);
 };
 
 extern const struct shim_sandbox_ops shim_sandbox_local;
@@ -115,11 +117,6 @@ struct shim_spawn {
     enum shim_spawn_step *failed;
 };
 int shim_sandbox_spawn(const struct shim_spawn *s, pid_t *pid);
-/* Runs fn(arg) on that same thread when it has no spawn to make; the
- * spawns fn asks for are made right there. One job at a time: -EBUSY
- * while one waits. A forked child forgets the parent's job. 0 or -errno
- * (no thread could be started). */
-int shim_sandbox_spawn_later(void (*fn)(void *), void *arg);
 
 /* seccomp.c: a new memfd (close-on-exec, at offset 0) holding the
  * sandbox's seccomp filter as BPF, for bwrap --seccomp. fd or -errno. */

@@ -114,8 +114,6 @@ const struct shim_setting shim_settings[] = {
      0, "run code without bubblewrap, as the program's own user (unsafe)", NO_OPT, NO_KEY},
     {"CODESHIM_BWRAP", SHIM_SET_STR, F(bwrap), 0, 0, 0, "/usr/bin/bwrap", 0, 0,
      "the bubblewrap program", NO_OPT, KEY("bwrap")},
-    {"CODESHIM_WARM_SPARE", SHIM_SET_BOOL, F(warm_spare), 1, 0, 1, NULL, 0, 0,
-     "keep a started sandbox ready for the next request", NO_OPT, KEY("warm_spare")},
     {"CODESHIM_FORK_SERVER", SHIM_SET_BOOL, F(fork_server), 1, 0, 1, NULL, 0, 0,
      "fork sandboxes from a server that imported the data libraries", NO_OPT, NO_KEY},
     {"CODESHIM_SANDBOX_HOST", SHIM_SET_BOOL, F(sandbox_host), 1, 0, 1, NULL, 0, 0,

@@ -54,7 +54,6 @@ struct shim_config {
     int cpu_time_s;                     /* CODESHIM_CPU_TIME: per process */
     int unsafe_no_isolation;            /* CODESHIM_UNSAFE_NO_ISOLATION=1 */
     char bwrap[SHIM_PATH_MAX];          /* CODESHIM_BWRAP */
-    int warm_spare;                     /* CODESHIM_WARM_SPARE: 0|1 */
     int fork_server;                    /* CODESHIM_FORK_SERVER: 0|1 */
     int sandbox_host;                   /* CODESHIM_SANDBOX_HOST: 0|1 */
     char preload_modules[512];          /* CODESHIM_PRELOAD_MODULES */

@@ -25,7 +25,7 @@ from test_sessions import rt  # noqa: F401  (a runtime directory, its supervisor
 ENGINEPROG = REPO / "build" / "testprogs" / "engineprog"
 MULTIPROG = REPO / "build" / "testprogs" / "multiprog"
 KEY = "sk-test-engine-0123456789"
-ENV = {"OPENAI_API_KEY": KEY, "CODESHIM_WARM_SPARE": "0", "CODESHIM_FORK_SERVER": "0"}
+ENV = {"OPENAI_API_KEY": KEY, "CODESHIM_FORK_SERVER": "0"}
 CI_TOOL = {"type": "code_interpreter", "container": {"type": "auto"}}
 RELAYED = ("sockopt", "opensocket", "closesocket", "prereq", "resolver_start")
 

@@ -32,7 +32,7 @@ from test_sandbox_escape import _ensure_user, one_call
 
 LAUNCHER = REPO / "build" / "codeshim"
 LIMIT_MB = 256
-LIMITS = {"CODESHIM_MEMORY": "%dM" % LIMIT_MB, "CODESHIM_WARM_SPARE": "0"}
+LIMITS = {"CODESHIM_MEMORY": "%dM" % LIMIT_MB}
 
 _check = {}
 

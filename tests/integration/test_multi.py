@@ -24,10 +24,10 @@ CURL = "/usr/bin/curl"
 MULTIPROG = REPO / "build" / "testprogs" / "multiprog"
 PHP = shutil.which("php", path="/usr/bin")
 KEY = "sk-test-multi-0123456789"
-# no warm spare and no fork server: both are long-lived helpers by design
-# (one spare, one server per settings), which would blur the counts of
-# processes and descriptors that the hygiene tests compare
-ENV = {"OPENAI_API_KEY": KEY, "CODESHIM_WARM_SPARE": "0", "CODESHIM_FORK_SERVER": "0"}
+# no fork server, so no sandbox host: each sandbox starts cold in the
+# program, and no long-lived helper blurs the counts of processes and
+# descriptors that the hygiene tests compare
+ENV = {"OPENAI_API_KEY": KEY, "CODESHIM_FORK_SERVER": "0"}
 CI_TOOL = {"type": "code_interpreter", "container": {"type": "auto"}}
 
 

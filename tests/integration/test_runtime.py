@@ -34,7 +34,7 @@ from test_sessions import CURL, calls, logs, rt, supervisors  # noqa: F401 (rt: 
 
 HOSTS = "*/hosts/*/pid"
 UNSAFE = {"CODESHIM_UNSAFE_NO_ISOLATION": "1"}
-LIGHT = {"CODESHIM_FORK_SERVER": "0", "CODESHIM_WARM_SPARE": "0"}  # cheap hosts
+LIGHT = {"CODESHIM_FORK_SERVER": "0"}  # cheap hosts
 
 
 def body_for(code, session="s1", stream=False, extra=None):

@@ -12,6 +12,7 @@ conditions (the host's status), never for time."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,7 +38,7 @@ PROBE = ("import os\nprint(os.getuid(), os.path.exists(%r), os.getcwd(), "
          "sorted(os.listdir('.')), len([p for p in os.listdir('/proc') if p.isdigit()]) < 20)\n"
          % str(REPO))
 ISOLATED = "1000 False /mnt/data [] True\n"
-POOL = 2  # sessiond.h's SESSIOND_POOL
+POOL = 4  # sessiond.h's SESSIOND_POOL
 
 
 def user_hosts(rt):
@@ -133,41 +134,127 @@ def test_two_identities_never_share_a_sandbox_a_session_or_a_file(fake, rt):
     assert logs(r) == "None []\n"
 
 
-def test_a_process_exits_without_waiting_on_codeshim(fake, rt, tmp_path):
-    """Three intercepted requests, then the program blocks reading a FIFO:
-    by then codeshim has nothing of its own in it, neither a child (a
-    sandbox, a spare) nor a thread, so nothing is waited for at exit."""
-    warm_host(fake.url, rt)
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    body = tmp_path / "body.json"
-    body.write_text(json.dumps({"model": "m", "input": "```python\nprint('ok')\n```",
-                                "tools": [{"type": "code_interpreter"}]}))
+def several(url, rt, tmp_path, codes, env=None, hold=False):
+    """One curl process, one request per code (curl --next): (curl's Popen,
+    the output files). With hold it then blocks opening a FIFO (tmp_path /
+    "fifo"; open it for writing to let it go) and is returned running."""
     cmd = ["/usr/bin/curl", "-sS"]
-    for i in range(3):
+    outs = []
+    for i, code in enumerate(codes):
+        body = tmp_path / ("body%d.json" % i)
+        body.write_text(json.dumps({"model": "m", "input": "```python\n%s\n```" % code,
+                                    "tools": [{"type": "code_interpreter"}]}))
+        outs.append(tmp_path / ("o%d" % i))
         cmd += ["-H", "Content-Type: application/json", "-H", "Authorization: Bearer sk-a",
-                "--data-binary", "@%s" % body, "-o", str(tmp_path / ("o%d" % i)),
-                fake.url + "/responses", "--next"]
-    cmd += ["file://%s" % fifo, "-o", str(tmp_path / "o3")]
+                "--data-binary", "@%s" % body, "-o", str(outs[-1]), url + "/responses", "--next"]
+    if hold:
+        os.mkfifo(tmp_path / "fifo")
+        cmd += ["file://%s" % (tmp_path / "fifo"), "-o", str(tmp_path / "held")]
+    else:
+        cmd.pop()  # the last --next
     from conftest import clean_env
-    p = subprocess.Popen(cmd, env=clean_env(dict(DEBUG, CODESHIM_RUNTIME_DIR=str(rt))),
+    p = subprocess.Popen(cmd, env=clean_env(dict(DEBUG, CODESHIM_RUNTIME_DIR=str(rt), **(env or {}))),
                          stderr=subprocess.PIPE)
+    return p, outs
+
+
+def answers(outs):
+    """The logs of each output file's one code_interpreter call."""
+    got = []
+    for o in outs:
+        r = json.loads(o.read_text())
+        assert r["status"] == "completed", r
+        got.append(logs(r))
+    return got
+
+
+# the program's own processes and threads once its answers are written:
+# with the host, nothing of codeshim's; without it (CODESHIM_SANDBOX_HOST=0,
+# the fallback), spawn.c's idle thread, and still no process (no spare)
+@pytest.mark.parametrize("env,threads", [({}, ["curl"]),
+                                         ({"CODESHIM_SANDBOX_HOST": "0"}, ["codeshim-spawn", "curl"])],
+                         ids=["host", "fallback"])
+def test_a_process_exits_without_waiting_on_codeshim(fake, rt, tmp_path, env, threads):
+    """Three intercepted requests, then the program blocks reading a FIFO:
+    by then codeshim has no child in it (a sandbox, a spare) and no thread
+    with work, so nothing is waited for at exit."""
+    if not env:
+        warm_host(fake.url, rt)
+    p, outs = several(fake.url, rt, tmp_path, ["print('ok')"] * 3, env, hold=True)
     try:
-        assert wait_for(lambda: all((tmp_path / ("o%d" % i)).exists() and
-                                    (tmp_path / ("o%d" % i)).stat().st_size for i in range(3)))
+        assert wait_for(lambda: all(o.exists() and o.stat().st_size for o in outs))
         # its three answers are written; it now waits in the FIFO's open
         assert wait_for(lambda: not descendants(p.pid))
-        threads = [Path("/proc/%d/task/%s/comm" % (p.pid, t)).read_text().strip()
-                   for t in os.listdir("/proc/%d/task" % p.pid)]
-        assert threads == ["curl"], threads
+        names = sorted(Path("/proc/%d/task/%s/comm" % (p.pid, t)).read_text().strip()
+                       for t in os.listdir("/proc/%d/task" % p.pid))
+        assert names == threads, names
+        assert not descendants(p.pid)  # still none: no spare started meanwhile
     finally:
-        with open(fifo, "w"):
+        with open(tmp_path / "fifo", "w"):
             pass
         _, err = p.communicate(timeout=30)
     assert p.returncode == 0
-    assert err.decode().count(LENT) == 3, err
-    for i in range(3):
-        assert json.loads((tmp_path / ("o%d" % i)).read_text())["status"] == "completed"
+    assert err.decode().count(LENT) == (0 if env else 3), err
+    assert "warm spare" not in err.decode()
+    assert answers(outs) == ["ok\n"] * 3
+
+
+FIRST = ("x = 41\nimport json\nopen('left.txt', 'w').write('A')\n"
+         "open('/tmp/left', 'w').close()\nprint('set')\n")
+CHECK = ("import os, sys\nprint(sorted(k for k in globals() if not "
+         "k.startswith('__')), os.listdir('.'), os.path.exists('/tmp/left'), "
+         "'json' in sys.modules)\n")
+FRESH = "['os', 'sys'] [] False False\n"
+
+
+def test_consecutive_requests_of_one_process_each_get_a_fresh_pooled_sandbox(fake, rt, tmp_path):
+    """Back to back in one process: every request is lent its own sandbox
+    (never one lent before), nothing of the one before is in it (globals,
+    files, /tmp, imports), and the host refills its pool."""
+    d = warm_host(fake.url, rt)
+    before = status(d)["lent_total"]
+    p, outs = several(fake.url, rt, tmp_path, [FIRST, CHECK, CHECK, CHECK])
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    got = answers(outs)
+    assert got[0] == "set\n[files in /mnt/data: left.txt]\n", got
+    assert got[1:] == [FRESH] * 3, got
+    err = err.decode()
+    pids = re.findall(LENT + r" \(pid (\d+)\)", err)
+    assert len(pids) == 4 and len(set(pids)) == 4, err  # four sandboxes, none lent twice
+    assert COLD not in err
+    assert status(d)["lent_total"] == before + 4
+    assert wait_for(lambda: pool_full(d), timeout=60)
+
+
+def test_without_the_host_each_request_starts_cold_and_fresh(fake, rt, tmp_path):
+    """CODESHIM_SANDBOX_HOST=0: each request's sandbox starts the cold way
+    in the program (no warm spare, no fork server of its own), still fresh
+    each time, and none is left once it answered."""
+    p, outs = several(fake.url, rt, tmp_path, [FIRST, CHECK, CHECK],
+                      {"CODESHIM_SANDBOX_HOST": "0"}, hold=True)
+    try:
+        assert wait_for(lambda: all(o.exists() and o.stat().st_size for o in outs))
+        assert wait_for(lambda: not descendants(p.pid))
+    finally:
+        with open(tmp_path / "fifo", "w"):
+            pass
+        _, err = p.communicate(timeout=60)
+    assert answers(outs)[1:] == [FRESH] * 2
+    err = err.decode()
+    assert LENT not in err and "fork server" not in err and "warm spare" not in err, err
+    assert not user_hosts(rt)  # no host was started either
+
+
+def test_fork_server_off_means_no_sandbox_host(fake, rt, tmp_path):
+    """CODESHIM_FORK_SERVER=0: every sandbox starts the cold way (bwrap)
+    in the program; no sandbox host is asked or started."""
+    env = {"CODESHIM_FORK_SERVER": "0"}
+    for _ in range(2):
+        out, err, _ = private(fake.url, rt, env=env)
+        assert out == ISOLATED
+        assert LENT not in err and "sandbox host" not in err, err
+    assert not user_hosts(rt) and not (Path(rt) / "hosts").exists()
 
 
 def test_nothing_is_left_after_the_hosts_ttl(fake, rt):
@@ -183,6 +270,32 @@ def test_nothing_is_left_after_the_hosts_ttl(fake, rt):
     assert not [l for l in ps.splitlines()[1:] if l.split()[1][0] != "Z" and str(rt) in l]
     assert not user_hosts(rt) and not d.exists()
     assert not [c for c in cg if os.path.exists(c)], cg
+
+
+def test_a_killed_hosts_cgroups_are_removed(fake, rt):
+    """SIGKILL of the host: its sandboxes die with its fork server, and
+    their cgroups, empty once the kernel is done with their processes, are
+    removed by the next sandbox start on the machine, or at the latest by
+    the next host as it starts or ends: once the new host's TTL has
+    passed, no cgroup of either is left."""
+    need_cgroup()
+    env = {"CODESHIM_SESSION_TTL": "2"}
+    d = warm_host(fake.url, rt, env)
+    old = status(d)["pid"]
+    left = cgroup_dirs(old)
+    assert left  # the fork server's and the pool's
+    os.kill(old, signal.SIGKILL)
+    assert wait_for(lambda: not alive(old))
+    out, err, _ = private(fake.url, rt, env=env)
+    assert out == ISOLATED and COLD in err, err
+    assert wait_for(lambda: pool_full(d), timeout=60)  # started again
+    new = status(d)["pid"]
+    assert new != old
+    mine = cgroup_dirs(new)
+    assert mine
+    assert wait_for(lambda: not alive(new), timeout=60)  # its TTL passed
+    assert not [c for c in left + mine if os.path.exists(c)], left + mine
+    assert not cgroup_dirs(old) and not cgroup_dirs(new)
 
 
 def test_a_killed_programs_sandbox_is_ended_by_the_host(fake, rt, tmp_path):

@@ -869,12 +869,12 @@ static void test_config_limits(void **state)
         "CODESHIM_MEMORY", "512M", "CODESHIM_PROCS", "64",
         "CODESHIM_FILE_SIZE", "10MiB", "CODESHIM_DISK", "2g",
         "CODESHIM_CPU_TIME", "90", "CODESHIM_UNSAFE_NO_ISOLATION", "1",
-        "CODESHIM_BWRAP", "/opt/bwrap", "CODESHIM_WARM_SPARE", "0", NULL};
+        "CODESHIM_BWRAP", "/opt/bwrap", "CODESHIM_SANDBOX_HOST", "0", NULL};
     static const char *const bad[] = {
         "CODESHIM_MEMORY", "1M", "CODESHIM_PROCS", "3",
         "CODESHIM_FILE_SIZE", "12X", "CODESHIM_DISK", "-5G",
         "CODESHIM_CPU_TIME", "0", "CODESHIM_UNSAFE_NO_ISOLATION", "0",
-        "CODESHIM_WARM_SPARE", "maybe", NULL};
+        "CODESHIM_SANDBOX_HOST", "maybe", NULL};
     struct shim_config c;
     int warnings = 0;
 
@@ -889,7 +889,7 @@ static void test_config_limits(void **state)
     assert_int_equal(c.cpu_time_s, 3600);
     assert_int_equal(c.unsafe_no_isolation, 0);
     assert_string_equal(c.bwrap, "/usr/bin/bwrap");
-    assert_int_equal(c.warm_spare, 1);
+    assert_int_equal(c.sandbox_host, 1);
 
     g_env = set;
     shim_config_parse(&c, table_env, count_warning, &warnings);
@@ -901,7 +901,7 @@ static void test_config_limits(void **state)
     assert_int_equal(c.cpu_time_s, 90);
     assert_int_equal(c.unsafe_no_isolation, 1);
     assert_string_equal(c.bwrap, "/opt/bwrap");
-    assert_int_equal(c.warm_spare, 0);
+    assert_int_equal(c.sandbox_host, 0);
 
     g_env = bad; /* each logged, each default */
     shim_config_parse(&c, table_env, count_warning, &warnings);
@@ -912,7 +912,7 @@ static void test_config_limits(void **state)
     assert_true(c.disk_limit == 1ULL << 30);
     assert_int_equal(c.cpu_time_s, 3600);
     assert_int_equal(c.unsafe_no_isolation, 0);
-    assert_int_equal(c.warm_spare, 1);
+    assert_int_equal(c.sandbox_host, 1);
 }
 
 static void test_matplotlib(void **state)

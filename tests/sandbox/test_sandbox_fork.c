@@ -30,22 +30,17 @@ static struct shim_local_zygote_stats zstats(void)
     return s;
 }
 
-/* Opens (and closes) two sandboxes with c, which starts a fork server for
- * c if there is none (at the second start of the process), and waits
- * until every server started is up. */
+/* Starts c's fork server (only shim_sandbox_keep_warm does: a program
+ * never starts one of its own) and waits until every server started is
+ * up. */
 static void server_up(const struct shim_config *c)
 {
     struct shim_local_zygote_stats s;
     int i;
 
-    for (i = 0; i < 2; i++)
-        shim_sandbox_close(open_sb(c));
-    for (i = 0; i < 600; i++) {
-        s = zstats();
-        if ((unsigned long)s.up == s.servers_started - s.failed)
-            break;
+    for (i = 0; i < 600 && shim_sandbox_keep_warm(c) == 0; i++)
         usleep(50 * 1000);
-    }
+    s = zstats();
     assert_int_equal(s.failed, 0);
     assert_int_equal(s.up, s.servers_started);
 }
@@ -111,6 +106,30 @@ static void all_differ(const char *a, const char *b)
     assert_int_equal(n, 4);
 }
 
+/* A process that never asks for a fork server (a program: only the
+ * sandbox and session hosts do, through shim_sandbox_keep_warm) starts
+ * none of its own however many sandboxes it opens: each starts cold. */
+static void test_no_server_of_a_programs_own(void **state)
+{
+    struct shim_local_zygote_stats before, after;
+    struct shim_config c;
+    struct shim_sandbox *sb;
+    int i;
+
+    (void)state;
+    make_cfg(&c);
+    snprintf(c.preload_modules, sizeof(c.preload_modules), "json"); /* settings no test warms */
+    before = zstats();
+    for (i = 0; i < 3; i++) {
+        sb = open_sb(&c);
+        expect(sb, "print('cold')", SHIM_EXEC_OK, "cold\n");
+        shim_sandbox_close(sb);
+    }
+    after = zstats();
+    assert_int_equal(after.servers_started, before.servers_started);
+    assert_int_equal(after.forks, before.forks);
+}
+
 /* Two sandboxes forked from one server: different random states, and
  * neither sees the other's files, processes, sockets or IPC. */
 static void test_forks_apart(void **state)
@@ -121,7 +140,6 @@ static void test_forks_apart(void **state)
 
     (void)state;
     make_cfg(&c);
-    c.warm_spare = 0; /* each open forks: none is taken from a spare */
     server_up(&c);
     a = open_forked(&c);
     b = open_forked(&c);
@@ -183,7 +201,6 @@ static void test_preloaded(void **state)
 
     (void)state;
     make_cfg(&c);
-    c.warm_spare = 0; /* each open forks: none is taken from a spare */
     snprintf(c.preload_modules, sizeof(c.preload_modules), "%s",
              "json,no_such_module_zz,email.parser");
     server_up(&c);
@@ -216,7 +233,6 @@ static void test_venv(void **state)
 
     (void)state;
     make_cfg(&c);
-    c.warm_spare = 0; /* each open forks: none is taken from a spare */
     snprintf(cmd, sizeof(cmd),
              "/usr/bin/python3 -m venv --without-pip --system-site-packages "
              "%s/venv", g_tmpdir);
@@ -272,7 +288,6 @@ static void test_stuck_pid1_killed(void **state)
 
     (void)state;
     make_cfg(&c);
-    c.warm_spare = 0;
     server_up(&c);
     sb = open_forked(&c);
     snprintf(marker, sizeof(marker), "1000.9%05d", (int)(getpid() % 100000));
@@ -304,6 +319,7 @@ static void test_stuck_pid1_killed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_server_of_a_programs_own),
         cmocka_unit_test(test_forks_apart),
         cmocka_unit_test(test_preloaded),
         cmocka_unit_test(test_venv),

@@ -34,7 +34,6 @@ static void limits_cfg(struct shim_config *c)
 {
     make_cfg(c);
     c->memory_limit = MEM;
-    c->warm_spare = 0; /* one sandbox (one cgroup) at a time */
 }
 
 /* The directory of this process's only sandbox cgroup in base, into out;

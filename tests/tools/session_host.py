@@ -1,7 +1,7 @@
 """session_host.py - asks the session hosts under a runtime directory
 (codeshim-sessiond, sessiond/host.c) how they are, for tests and
 benchmarks that must wait until a host has a sandbox ready to hand over
-(its fork server imported, a spare forked) rather than sleep.
+(its fork server imported, or a sandbox to lend) rather than sleep.
 
     hosts(rt)              -> [host directory, ...]
     call(host_dir, msg)    -> the host's answer to one request (a dict)

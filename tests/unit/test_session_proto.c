@@ -81,7 +81,7 @@ static void settings_fingerprint(void **state)
     };
     static const char *const other_vars[] = {
         "CODESHIM_SESSION_TTL=5", "CODESHIM_SESSION_CAP=3", "CODESHIM_LOG=debug",
-        "CODESHIM_MAX_LOOPS=3", "CODESHIM_WARM_SPARE=0",
+        "CODESHIM_MAX_LOOPS=3",
     };
     const char *none[] = {NULL}, *one[2] = {NULL, NULL};
     struct shim_config c;

@@ -99,7 +99,7 @@ static void other_booleans(void **state)
 {
     struct shim_config c;
     struct env e = {{"CODESHIM_OFFLINE", "off", "CODESHIM_E2B_INTERNET", "nope",
-                     "CODESHIM_WARM_SPARE", "yes", "CODESHIM_FORK_SERVER", "off",
+                     "CODESHIM_SANDBOX_HOST", "yes", "CODESHIM_FORK_SERVER", "off",
                      "CODESHIM_DISABLE", "On", NULL},
                     "", 0};
     (void)state;
@@ -107,16 +107,16 @@ static void other_booleans(void **state)
     parse(&c, &e);
     assert_int_equal(c.offline, 0);
     assert_int_equal(c.e2b_internet, 0); /* weakens isolation: fails closed */
-    assert_int_equal(c.warm_spare, 1);
+    assert_int_equal(c.sandbox_host, 1);
     assert_int_equal(c.fork_server, 0);
     assert_int_equal(c.disabled, 1);
     assert_int_equal(e.warned, 1);
     assert_string_equal(e.last, "CODESHIM_E2B_INTERNET=nope: not a boolean "
                                 "(1/0, true/false, yes/no, on/off); isolation stays on");
-    e = (struct env){{"CODESHIM_WARM_SPARE", "maybe", NULL}, "", 0};
+    e = (struct env){{"CODESHIM_SANDBOX_HOST", "maybe", NULL}, "", 0};
     parse(&c, &e);
-    assert_int_equal(c.warm_spare, 1);
-    assert_string_equal(e.last, "CODESHIM_WARM_SPARE=maybe: not a boolean "
+    assert_int_equal(c.sandbox_host, 1);
+    assert_string_equal(e.last, "CODESHIM_SANDBOX_HOST=maybe: not a boolean "
                                 "(1/0, true/false, yes/no, on/off); using on");
 }
 
@@ -324,12 +324,13 @@ static void file_keys_are_rows_of_the_table(void **state)
         for (j = 0; j < i; j++)
             assert_false(shim_settings[j].file_key && !strcmp(shim_settings[j].file_key, k));
     }
-    assert_int_equal(n, 19);
+    assert_int_equal(n, 18);
     assert_string_equal(shim_setting_by_file_key("timeout")->var, "CODESHIM_EXEC_TIMEOUT");
     assert_string_equal(shim_setting_by_file_key("backend")->var, "CODESHIM_SANDBOX");
     assert_string_equal(shim_setting_by_file_key("api_key")->var, "CODESHIM_E2B_API_KEY");
     assert_null(shim_setting_by_file_key("selectable")); /* config.c's own */
     assert_null(shim_setting_by_file_key("log"));
+    assert_null(shim_setting_by_file_key("warm_spare")); /* removed: the host pools */
     assert_null(shim_setting_by_file_key(""));
 }
 

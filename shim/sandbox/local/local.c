@@ -50,12 +50,6 @@ static int local_create(const struct shim_config *cfg, void **state)
         strlen(tmpdir) >= sizeof(p.tmpdir))
         return -ENAMETOOLONG;
     params_init(&p, cfg);
-    l = cfg->warm_spare ? shim_local_spare_take(&p) : NULL;
-    if (l) {
-        l->spare_due = shim_local_spare_opened(&p, cfg->warm_spare);
-        *state = l;
-        return 0;
-    }
     l = shim_local_new(&p);
     if (!l)
         return -ENOMEM;
@@ -67,7 +61,6 @@ static int local_create(const struct shim_config *cfg, void **state)
     if (shim_local_start(l) != 0)
         LOG_DEBUG("sandbox not started: %s (retried on first execution)",
                   l->why);
-    l->spare_due = shim_local_spare_opened(&p, cfg->warm_spare);
     *state = l;
     return 0;
 }
@@ -78,8 +71,6 @@ static void local_destroy(void *state)
 
     if (!l)
         return;
-    if (l->spare_due) /* closed before any execution */
-        shim_local_spare_prepare(&l->p);
     /* Even when it is still starting: no SIGKILL before stop()'s own
      * deadline (local_proc.c says why). */
     shim_local_stop(l, NULL, 0);
@@ -88,19 +79,10 @@ static void local_destroy(void *state)
     free(l);
 }
 
-/* The first execution of a sandbox that is due to have a warm spare asks
- * for it once the execution is over, so the two never start at once. */
 static int local_exec_until(void *state, const char *code, size_t len,
                             const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
-    struct shim_local *l = state;
-    int rc = shim_local_exec(l, code, len, stop, out);
-
-    if (l->spare_due) {
-        l->spare_due = 0;
-        shim_local_spare_prepare(&l->p);
-    }
-    return rc;
+    return shim_local_exec(state, code, len, stop, out);
 }
 
 static int local_exec(void *state, const char *code, size_t len,
@@ -129,12 +111,9 @@ static int local_file_remove(void *state, const char *name)
 static int local_warm(const struct shim_config *cfg)
 {
     struct shim_local_params p;
-    int rc;
 
     params_init(&p, cfg);
-    rc = shim_local_zygote_warm(&p);
-    /* CODESHIM_WARM_SPARE=0: nothing started in advance, each open forks */
-    return rc == 1 && cfg->warm_spare ? shim_local_spare_forked(&p) : rc;
+    return shim_local_zygote_warm(&p);
 }
 
 /* Only a sandbox forked from the fork server: its processes are the
@@ -148,21 +127,12 @@ static int local_create_forked(const struct shim_config *cfg, void **state)
     params_init(&p, cfg);
     if (!p.fork_server)
         return -ENOTSUP;
-    l = shim_local_spare_take(&p);
-    if (l && l->life < 0) { /* started the cold way: bwrap is our child */
-        shim_local_stop(l, NULL, 0);
+    if (!(l = shim_local_new(&p)))
+        return -ENOMEM;
+    if ((rc = shim_local_start_forked(l)) != 0) {
         free(l);
-        l = NULL;
+        return rc == -ENOTSUP ? -EAGAIN : rc;
     }
-    if (!l) {
-        if (!(l = shim_local_new(&p)))
-            return -ENOMEM;
-        if ((rc = shim_local_start_forked(l)) != 0) {
-            free(l);
-            return rc == -ENOTSUP ? -EAGAIN : rc;
-        }
-    }
-    l->spare_due = 0;
     *state = l;
     return 0;
 }
@@ -181,7 +151,6 @@ static void local_adopt(void *state)
 
     l->p.fork = NULL;
     l->p.fork_server = 0;
-    l->spare_due = 0;
     shim_cgroup_adopt(&l->cg);
 }
 
@@ -240,6 +209,18 @@ static int local_create_lent(const struct shim_config *cfg, int fd, long pid, vo
     return 0;
 }
 
+/* cgroup.c removes the leftovers of processes that are gone whenever it
+ * makes a cgroup: one made and removed at once does just that. */
+static void local_tidy(const struct shim_config *cfg)
+{
+    struct shim_cgroup cg;
+
+    if (cfg->unsafe_no_isolation ||
+        shim_cgroup_create(&cg, cfg->memory_limit ? cfg->memory_limit : 1ULL << 30, 16) != 0)
+        return;
+    shim_cgroup_destroy(&cg);
+}
+
 const struct shim_sandbox_ops shim_sandbox_local = {
     .name = "local",
     .create = local_create,
@@ -256,4 +237,5 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .lend = local_lend,
     .life_fd = local_life_fd,
     .create_lent = local_create_lent,
+    .tidy = local_tidy,
 };

@@ -13,7 +13,6 @@
  *   local_argv.h   a command line built in place (capped)
  *   local_chan.c   the control socket: frames with deadlines
  *   local_msg.c    every text the model or the log gets from this backend
- *   local_spare.c  the warm spare: the next sandbox, started in advance
  *   local_files.c  the files of /mnt/data, read and written between
  *                  executions
  *   local_zygote.c the fork server: sandboxes forked from a pre-imported,
@@ -25,8 +24,7 @@
  *   cgroup_fs.c    the cgroup filesystems' files, /proc/<pid>/cgroup
  *
  * A struct shim_local is one sandbox instance; it is used by one thread at a
- * time (sandbox.c's mutex), except the spare, which local_spare.c hands
- * over whole. */
+ * time (sandbox.c's mutex). */
 #ifndef SHIM_LOCAL_INT_H
 #define SHIM_LOCAL_INT_H
 
@@ -60,7 +58,7 @@ struct shim_local;
 
 /* What a sandbox is made from: the configuration with its defaults
  * applied. Two sandboxes with equal params are interchangeable before
- * either ran code (local_spare.c). */
+ * either ran code (one fork server serves both: local_zygote.c). */
 struct shim_local_params {
     char python[SHIM_PATH_MAX];
     char bwrap[SHIM_PATH_MAX];
@@ -90,7 +88,6 @@ struct shim_local {
     uint32_t seq; /* last request number */
     int used;     /* an execution ran in this sandbox instance */
     int lost_all; /* a used sandbox was ended: say so in the next execution */
-    int spare_due; /* prepare the warm spare after the first execution */
     char why[1024]; /* why the last start failed */
     struct shim_cgroup cg; /* this start's cgroup (cgroup.c), or empty */
     int own_tmpfs; /* this start's tmpfs are spawn.c's (with inode limits),
@@ -138,15 +135,15 @@ int shim_local_wait_up(struct shim_local *l);
 int shim_local_stop(struct shim_local *l, char *err, size_t errsz);
 
 /* local_zygote.c: starts l (cgroup made, nothing started) as a fork of
- * the fork server made from l->p; that server is started at the second
- * call of the process. 0 (l->fd, errfd, life and pid set, hello to
- * come), or -errno: none is ready or it failed, the caller starts l as
- * without one. Called by shim_local_start through l->p.fork. */
+ * the fork server made from l->p, if this process has one up (warm
+ * below). 0 (l->fd, errfd, life and pid set, hello to come), or -errno:
+ * none is up or it failed, the caller starts l as without one. Called by
+ * shim_local_start through l->p.fork. */
 int shim_local_zygote_fork(struct shim_local *l);
-/* local_zygote.c: starts p's fork server now if there is none (not at
- * the second start: for a process that opens sandboxes for others, the
- * session host). 1 when it is up, 0 while it starts, -ENOTSUP when p has
- * none or it failed. */
+/* local_zygote.c: starts p's fork server now if there is none (the only
+ * way one starts: for a process that opens sandboxes for others, the
+ * sandbox and session hosts). 1 when it is up, 0 while it starts,
+ * -ENOTSUP when p has none or it failed. */
 int shim_local_zygote_warm(const struct shim_local_params *p);
 
 /* local_jail.c */
@@ -254,22 +251,6 @@ void shim_local_ended(const struct shim_local *l, enum shim_local_reply_kind kin
  * wait status or -1). */
 void shim_local_lost(const struct shim_local *l, int rc, int st,
                      struct shim_buf *logs, struct shim_exec_result *out);
-
-/* local_spare.c. take: the process's spare if it is ready, healthy and
- * made from equal params (the caller owns it, started and unused), else
- * NULL. opened: counts an open; 1 if a spare made from these params is
- * then due (the process opened a sandbox before, enabled is set, not the
- * unsafe mode): the caller has it started with prepare once its own
- * sandbox is up, so that the two do not start at once. prepare: starts
- * one in the background unless one is starting or waiting already. */
-struct shim_local *shim_local_spare_take(const struct shim_local_params *p);
-
-int shim_local_spare_opened(const struct shim_local_params *p, int enabled);
-void shim_local_spare_prepare(const struct shim_local_params *p);
-/* 1 when a spare made from p is ready and was forked from the fork server
- * (its processes are not this process's children); else 0, and one is
- * started unless one is starting or waiting already. */
-int shim_local_spare_forked(const struct shim_local_params *p);
 
 /* local_files.c: a file of /mnt/data (name relative to it) into a new
  * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not a

@@ -6,15 +6,15 @@
  * fork's side: namespaces, tmpfs, uid map, capabilities, seccomp).
  *
  * - Where: one per host process and settings (shim_local_params; at most
- *   ZYG_MAX), started lazily by the second sandbox start of the process
- *   (like the warm spare: a program that opens one sandbox, or none,
- *   pays for no server and its imports), or at once by
- *   shim_local_zygote_warm (the session host, sessiond/host.c), on
- *   spawn.c's thread like any sandbox: it dies with the host process
- *   exactly as a sandbox does (bwrap --die-with-parent; its PID namespace
- *   holds every sandbox forked from it). Never shared between processes:
- *   sessions reach one only through their identity's session host, which
- *   hands each a sandbox forked here (shim_sandbox_open_forked).
+ *   ZYG_MAX), started only by shim_local_zygote_warm, which only
+ *   codeshim-sessiond calls (the user's sandbox host, and a session host
+ *   that no sandbox is lent to: sessiond/host.c); a program never starts
+ *   one of its own: its sandboxes are lent by the sandbox host, or start
+ *   cold. Started on spawn.c's thread like any sandbox: it dies with the
+ *   host process exactly as a sandbox does (bwrap --die-with-parent; its
+ *   PID namespace holds every sandbox forked from it). Never shared
+ *   between processes: programs and sessions get sandboxes forked here
+ *   only through the host (lent, or shim_sandbox_open_forked).
  * - Until it said hello (its imports take about a second), starts go the
  *   cold way; a server that cannot start, or whose fork fails before the
  *   sandbox is set up, is not used again by this process, said once, and
@@ -69,7 +69,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct zyg zs[ZYG_MAX];
 static int said; /* the first fallback was logged; atomic */
-static unsigned long asks; /* sandbox starts that asked for a fork */
 static struct shim_local_zygote_stats stats; /* under mu */
 
 static void after_fork_child(void)
@@ -78,7 +77,6 @@ static void after_fork_child(void)
 
     pthread_mutex_init(&mu, NULL);
     memset(&stats, 0, sizeof(stats));
-    asks = 0;
     for (i = 0; i < ZYG_MAX; i++) {
         if (zs[i].l)
             shim_local_forget(zs[i].l);
@@ -113,8 +111,8 @@ static void fail(struct zyg *z, const char *why)
 }
 
 /* Starts the server for p in a free slot. Called with mu held, which it
- * drops during the spawn: spawn.c's thread may be running a job (the
- * warm spare) that is waiting for mu. The slot is SPAWNING meanwhile. */
+ * drops during the spawn (it takes as long as a sandbox's start). The
+ * slot is SPAWNING meanwhile. */
 static void start_server(const struct shim_local_params *p)
 {
     struct shim_local *l;
@@ -279,6 +277,11 @@ int shim_local_zygote_fork(struct shim_local *l)
         l->cg.njoin > MAX_JOIN)
         return -ENOTSUP;
     pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mu);
+    z = server(&l->p, 0); /* none of a program's own: warm starts it */
+    pthread_mutex_unlock(&mu);
+    if (!z)
+        return -EAGAIN;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
         socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, lv) != 0 ||
         pipe2(ep, O_CLOEXEC | O_NONBLOCK) != 0 ||
@@ -292,8 +295,7 @@ int shim_local_zygote_fork(struct shim_local *l)
     for (i = 0; i < l->cg.njoin; i++)
         fds[nfds++] = l->cg.join[i];
     pthread_mutex_lock(&mu);
-    asks++;
-    z = server(&l->p, asks >= 2);
+    z = server(&l->p, 0);
     rc = z ? send_fork(z->fd, uid, fds, nfds) : -EAGAIN;
     pthread_mutex_unlock(&mu);
     if (rc)

@@ -9,10 +9,7 @@
  * --die-with-parent ties the sandbox to the thread that created it, so a
  * sandbox opened by a short-lived thread would otherwise die with that
  * thread. This thread lives as long as the process, so the sandbox dies
- * exactly when the host process does. When it has no spawn to make, it
- * also runs one background job at a time (shim_sandbox_spawn_later: the
- * warm spare of local_spare.c is started there); the spawns such a job
- * asks for are made right on the thread.
+ * exactly when the host process does.
  *
  * The child: every signal handler back to default and no signal blocked,
  * a new session (the host's terminal signals never reach the sandbox),
@@ -122,32 +119,18 @@ static int running;                      /* the thread exists (this process) */
 static const struct shim_spawn *request; /* set by a caller, cleared by it */
 static int done, result;
 static pid_t result_pid;
-static void (*job)(void *);              /* queued background job, or NULL */
-static void *job_arg;
-static _Thread_local int on_spawner;     /* this is the spawning thread */
 
 static void *spawner(void *arg)
 {
     (void)arg;
-    on_spawner = 1;
     pthread_mutex_lock(&mu);
     for (;;) {
         const struct shim_spawn *s;
         pid_t pid = -1;
         int rc;
 
-        while ((!request || done) && !job)
+        while (!request || done)
             pthread_cond_wait(&cv, &mu);
-        if (!request || done) { /* no spawn to make (they come first) */
-            void (*fn)(void *) = job;
-            void *fn_arg = job_arg;
-
-            job = NULL;
-            pthread_mutex_unlock(&mu);
-            fn(fn_arg);
-            pthread_mutex_lock(&mu);
-            continue;
-        }
         s = request;
         pthread_mutex_unlock(&mu);
         rc = spawn_here(s, &pid);
@@ -181,7 +164,6 @@ static void after_fork_child(void)
     running = 0;
     request = NULL;
     done = 0;
-    job = NULL;
     pthread_mutex_init(&mu, NULL);
     pthread_mutex_init(&call_mu, NULL);
     pthread_cond_init(&cv, NULL);
@@ -221,8 +203,6 @@ int shim_sandbox_spawn(const struct shim_spawn *s, pid_t *pid)
 {
     int rc;
 
-    if (on_spawner)
-        return spawn_here(s, pid); /* from a background job */
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&call_mu);
     pthread_mutex_lock(&mu);
@@ -244,24 +224,5 @@ int shim_sandbox_spawn(const struct shim_spawn *s, pid_t *pid)
     request = NULL;
     pthread_mutex_unlock(&mu);
     pthread_mutex_unlock(&call_mu);
-    return rc;
-}
-
-int shim_sandbox_spawn_later(void (*fn)(void *), void *arg)
-{
-    int rc = 0;
-
-    pthread_once(&atfork_once, register_atfork);
-    pthread_mutex_lock(&mu);
-    if (job)
-        rc = -EBUSY;
-    else if (!running)
-        rc = start_thread();
-    if (rc == 0) {
-        job = fn;
-        job_arg = arg;
-        pthread_cond_broadcast(&cv);
-    }
-    pthread_mutex_unlock(&mu);
     return rc;
 }

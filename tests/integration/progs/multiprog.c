@@ -566,7 +566,7 @@ static int mode_remove(void)
 }
 
 /* A warm-up transfer of the last body, so that what codeshim keeps for
- * the whole process (a spare sandbox, its spawner) is in the baseline. */
+ * the whole process (its spawning thread) is in the baseline. */
 static struct snap warm_baseline(void)
 {
     struct run w;

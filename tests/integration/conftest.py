@@ -81,6 +81,16 @@ def stop_supervisors(root):
             pass
 
 
+@pytest.fixture(autouse=True)
+def _stop_what_the_test_started(tmp_path):
+    """A test that gives codeshim a runtime directory of its own (under its
+    tmp_path) leaves the user's sandbox host and session hosts there
+    running for their TTL, each with a fork server and a pool: stopped as
+    the test ends, so a whole run never holds hundreds of them."""
+    yield
+    stop_supervisors(tmp_path)
+
+
 def pytest_sessionfinish(session, exitstatus):
     stop_supervisors(RUNTIME_DIR)
     shutil.rmtree(RUNTIME_DIR, ignore_errors=True)

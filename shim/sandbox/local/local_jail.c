@@ -3,7 +3,7 @@
  * (namespaces, the read-only system, the private tmpfs places, the clean
  * environment, seccomp), the synthetic /etc/passwd and /etc/group, and a
  * fresh unprivileged uid for root hosts; for both modes, the start-up
- * shell and the bootstrap that run worker.py (embedded by sandbox.mk).
+ * shell and the bootstrap that run worker/ (embedded by sandbox.mk).
  * Unsafe (CODESHIM_UNSAFE_NO_ISOLATION=1), the private host directory
  * that stands in for the jail: made, refreshed before each start, and
  * removed with everything in it. */

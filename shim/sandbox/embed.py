@@ -16,6 +16,7 @@ import binascii
 import marshal
 import sys
 
+ARG_MAX_BYTES = 128 << 10  # Linux's MAX_ARG_STRLEN, NUL included
 FILENAME = "<codeshim-sandbox>"  # local_jail.c's BOOT_PY compiles with it too
 
 
@@ -43,6 +44,14 @@ def main(out_path, src_paths):
     src = join(src_paths)
     code = compile(src, FILENAME, "exec", dont_inherit=True, optimize=0)
     blob = binascii.b2a_base64(marshal.dumps(code), newline=False)
+    for what, data in (("source", src), ("bytecode", blob)):
+        # each is one argument of python3's command line: Linux refuses an
+        # argument of MAX_ARG_STRLEN (128 KiB) or more, and no sandbox
+        # would start
+        if len(data) + 1 > ARG_MAX_BYTES:
+            sys.exit("embed.py: the sandbox's %s is %d bytes, over the %d "
+                     "of one command-line argument" % (what, len(data),
+                                                       ARG_MAX_BYTES))
     blob_lines = b"\n".join(blob[i:i + 76] for i in range(0, len(blob), 76))
     with open(out_path, "w") as out:
         out.write("/* generated from %s by sandbox.mk - do not edit */\n"

@@ -739,19 +739,25 @@ def _read_small(path):
         os.close(fd)
 
 
-def _read_into(fd, sink, limit=1 << 16):
-    # One read into sink; False at the end or on an error.
+def _read_once(fd, sink):
+    # One read into sink: 1 read, 0 nothing yet (EAGAIN), -1 at the end or
+    # on an error.
     try:
-        b = os.read(fd, limit)
+        b = os.read(fd, 1 << 16)
     except BlockingIOError:
-        return True
+        return 0
     except OSError:
-        return False
+        return -1
     if not b:
-        return False
+        return -1
     if sink is not None:
         sink(b)
-    return True
+    return 1
+
+
+def _read_into(fd, sink):
+    # One read into sink; False at the end or on an error.
+    return _read_once(fd, sink) >= 0
 
 
 def _drain(fd, sink, budget=0.1):
@@ -759,14 +765,7 @@ def _drain(fd, sink, budget=0.1):
     # budget seconds (a background process may keep writing).
     end = _mono() + budget
     while _mono() < end:
-        try:
-            b = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        if not b:
-            return False
-        if sink is not None:
-            sink(b)
+        got = _read_once(fd, sink)
+        if got <= 0:
+            return got == 0
     return True

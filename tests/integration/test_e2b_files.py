@@ -198,3 +198,27 @@ def test_containers_api_calls_to_e2b_carry_the_programs_ca(fake, e2b_tls, envd_v
     call(ca + ["-X", "DELETE", fake.url + "/containers/" + c["id"]], CORE_KEY, env=env)
     assert [q["path"] for q in of(e2b_tls, "DELETE", "/sandboxes/")] == ["/sandboxes/" + box]
     assert box not in e2b_tls.sandboxes()
+
+
+TREE = ("import os\n"
+        "for i in range(70):\n"
+        "    os.makedirs('/mnt/data/d%02d' % i)\n"
+        "    open('/mnt/data/d%02d/f' % i, 'w').write('x')\n"
+        "for name, depth in (('ok', 16), ('deep', 17)):\n"
+        "    d = '/mnt/data' + '/s' * depth\n"
+        "    os.makedirs(d, exist_ok=True)\n"
+        "    open(d + '/' + name, 'w').write('x')\n"
+        "print('made')\n")
+
+
+@pytest.mark.parametrize("backend", ["local", "e2b"])
+def test_both_backends_list_mnt_data_alike(fake, e2b, backend):
+    """One listing of /mnt/data for both backends (shim/sandbox/listing.py),
+    with one set of caps: every one of 70 folders is looked into, and
+    files 16 folders down are listed, not those 17 down."""
+    env = env_for(e2b) if backend == "e2b" else None
+    r = ours(fake.url + "/responses", req(blocks(TREE)), env=env)
+    [ci] = ci_items(r)
+    logs = "".join(o["logs"] for o in ci["outputs"] if o["type"] == "logs")
+    names = ["d%02d/f" % i for i in range(70)] + ["s/" * 16 + "ok"]
+    assert logs == "made\n[files in /mnt/data: %s]\n" % ", ".join(names), logs

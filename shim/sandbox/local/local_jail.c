@@ -4,7 +4,7 @@
  * local_layout.c's), its passwd and group files, where spawn.c mounts the
  * private tmpfs, and a fresh unprivileged uid for root hosts; the fork
  * server's own bubblewrap command line; for both modes, the start-up
- * shell and the bootstrap that run worker.py (embedded by sandbox.mk).
+ * shell and the bootstrap that run worker/ (embedded by sandbox.mk).
  * Unsafe, the command in the host directory local_root.c keeps. */
 #include "base/fileio.h"
 #include "sandbox/local/local_argv.h"

@@ -58,7 +58,9 @@ static int fill(struct reader *r, size_t want)
 
 static const char *find(const struct shim_buf *b, size_t from, const char *s)
 {
-    return from <= b->len ? memmem(b->data + from, b->len - from, s, strlen(s)) : NULL;
+    /* an empty buffer has no data pointer, and memmem may not be given NULL */
+    return b->data && from <= b->len ? memmem(b->data + from, b->len - from, s, strlen(s))
+                                     : NULL;
 }
 
 /* A header's value in the head [0, n), or NULL. */

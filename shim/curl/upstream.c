@@ -252,21 +252,29 @@ static void error_reply(struct shim_http_reply *r, long status, const char *type
     free(text);
 }
 
+/* A model made in-process (offline, script) answers rep as a 200, or
+ * failure as a 500 when rep is NULL or cannot be written; rep is freed. */
+static void local_answer(struct shim_http_reply *r, cJSON *rep, const char *failure)
+{
+    char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
+
+    if (text)
+        shim_http_reply_local(r, 200, text);
+    else
+        error_reply(r, 500, "server_error", NULL, failure);
+    free(text);
+    cJSON_Delete(rep);
+}
+
 static CURLcode offline_post(struct shim_upstream *u, const char *body, size_t len,
                              struct shim_http_reply *r, char *errbuf)
 {
     cJSON *req = shim_json_parse(body, len);
-    cJSON *rep = req ? shim_offline_reply(u->kind, req) : NULL;
-    char *text = rep ? cJSON_PrintUnformatted(rep) : NULL;
 
     (void)errbuf;
     snprintf(r->source, sizeof(r->source), "offline");
-    if (text)
-        shim_http_reply_local(r, 200, text);
-    else
-        error_reply(r, 500, "server_error", NULL, "codeshim offline model failed");
-    free(text);
-    cJSON_Delete(rep);
+    local_answer(r, req ? shim_offline_reply(u->kind, req) : NULL,
+                 "codeshim offline model failed");
     cJSON_Delete(req);
     return CURLE_OK;
 }
@@ -584,7 +592,6 @@ static CURLcode script_post(struct shim_upstream *u, const char *body, size_t le
     char user[2048], msg[2400];
     size_t i = 0;
     int rc = -ENOENT;
-    char *text;
 
     shim_offline_user_text(req, u->kind, user, sizeof(user));
     pthread_mutex_lock(&g_script.lock);
@@ -622,13 +629,7 @@ static CURLcode script_post(struct shim_upstream *u, const char *body, size_t le
         struct shim_offline_turn ot = {t->codes, t->say, t->call_name, t->call_args};
         rep = req ? shim_offline_shape(u->kind, req, &ot) : NULL;
     }
-    text = rep ? cJSON_PrintUnformatted(rep) : NULL;
-    if (text)
-        shim_http_reply_local(r, 200, text);
-    else
-        error_reply(r, 500, "server_error", NULL, "codeshim script: out of memory");
-    free(text);
-    cJSON_Delete(rep);
+    local_answer(r, rep, "codeshim script: out of memory");
     cJSON_Delete(req);
     return CURLE_OK;
 }

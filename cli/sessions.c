@@ -1,14 +1,15 @@
 /* sessions.c - the `codeshim sessions [stop ID|--all]` subcommand (see
  * sessions.h). The layout it reads is session.h's:
  *   <runtime>/<identity>/<32 hex>/{pid,cntr,ttl}   a session's supervisor
- *   <runtime>/<identity>/hosts/<settings>/pid      a session host
+ *   <runtime>/hosts/<settings>-<build>/pid         the user's sandbox host
  * A session's socket is never connected to for the listing (a session
  * serves one connection at a time: a look would delay its program); a
  * host is asked {"op":"status"} for its count of sessions. Memory is the
  * proportional set size (PSS) of the process and its descendants, but a
  * host's leaves out its sessions' supervisors (listed on their own); it
- * includes its fork server and the sandboxes forked from it, its
- * sessions' sandboxes among them. */
+ * includes its fork server and the sandboxes forked from it, the
+ * sandboxes it lent to sessions among them (a session started alone, with
+ * no host, counts its own). */
 #include "sessions.h"
 
 #include "base/clock.h"
@@ -34,8 +35,8 @@
 #define STOP_WAIT_MS 20000
 
 struct entry {
-    int host;           /* a session host, else a session */
-    char ident[9];      /* the identity directory's first 8 characters */
+    int host;           /* the user's sandbox host, else a session */
+    char ident[9];      /* the identity directory's first 8 characters ("-": a host) */
     char name[33];      /* a session's directory name / a host's settings */
     char cid[64];       /* a session's container id */
     char dir[SHIM_PATH_MAX];
@@ -135,14 +136,15 @@ static int live(long pid)
     return pid > 1 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
-/* 1 when pid is a live session host or supervisor of identity ident: its
- * command line is the host's, `codeshim-sessiond <runtime>/<ident>/hosts/
- * <settings> ...` (a supervisor is a fork of its host), so a pid file left
- * behind whose number now names another process is never signalled. */
-static int ours(long pid, const char *ident)
+/* 1 when pid is a live sandbox host or session supervisor, by its command
+ * line: a host's is `codeshim-sessiond <runtime>/hosts/<name> ...`, a
+ * session's `codeshim-sessiond --session[-alone] <runtime>/<ident>/<name>
+ * ...` (want: "/hosts/" or "/<ident>/"), so a pid file left behind whose
+ * number now names another process is never signalled. */
+static int ours(long pid, const char *want)
 {
-    char p[64], cmd[SHIM_PATH_MAX + 128], want[80];
-    size_t n, first;
+    char p[64], cmd[SHIM_PATH_MAX + 128];
+    size_t n, arg;
     ssize_t k;
 
     if (!live(pid))
@@ -152,9 +154,10 @@ static int ours(long pid, const char *ident)
     if (k < 0 && k != -EFBIG)
         return 0;
     n = k < 0 ? sizeof(cmd) - 1 : (size_t)k;
-    first = strlen(cmd) + 1; /* argv[1] follows argv[0] */
-    snprintf(want, sizeof(want), "/%.64s/hosts/", ident);
-    return first < n && strstr(cmd + first, want) != NULL;
+    arg = strlen(cmd) + 1; /* argv[1] follows argv[0] */
+    if (arg < n && !strncmp(cmd + arg, "--session", 9))
+        arg += strlen(cmd + arg) + 1; /* a session's directory is argv[2] */
+    return arg < n && strstr(cmd + arg, want) != NULL;
 }
 
 /* A host's count of sessions ({"op":"status"}), or -1. */
@@ -195,18 +198,19 @@ static struct entry *add(int host, const char *ident, const char *name, const ch
 
 static void scan_identity(const char *root, const char *ident)
 {
-    char id[SHIM_PATH_MAX], p[SHIM_PATH_MAX], hosts[SHIM_PATH_MAX], cp[SHIM_PATH_MAX + 8];
+    char id[SHIM_PATH_MAX], p[SHIM_PATH_MAX], cp[SHIM_PATH_MAX + 8], want[80];
     struct dirent *e;
     struct stat st;
     DIR *d;
 
     if (shim_fileio_join(id, sizeof(id), root, ident) < 0 || !(d = opendir(id)))
         return;
+    snprintf(want, sizeof(want), "/%.64s/", ident);
     while ((e = readdir(d)) != NULL) {
         struct entry *en;
         long pid;
         if (!shim_session_is_name(e->d_name) || shim_fileio_join(p, sizeof(p), id, e->d_name) < 0 ||
-            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || !ours(pid = read_num(p, "pid"), ident))
+            lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || !ours(pid = read_num(p, "pid"), want))
             continue;
         if (!(en = add(0, ident, e->d_name, p, pid)))
             break;
@@ -216,15 +220,24 @@ static void scan_identity(const char *root, const char *ident)
         en->ttl_s = read_num(p, "ttl");
     }
     closedir(d);
-    if (shim_fileio_join(hosts, sizeof(hosts), id, "hosts") < 0 || !(d = opendir(hosts)))
+}
+
+/* The user's sandbox hosts, <runtime>/hosts/<settings>-<build>. */
+static void scan_hosts(const char *root)
+{
+    char hosts[SHIM_PATH_MAX], p[SHIM_PATH_MAX];
+    struct dirent *e;
+    DIR *d;
+
+    if (shim_fileio_join(hosts, sizeof(hosts), root, "hosts") < 0 || !(d = opendir(hosts)))
         return;
     while ((e = readdir(d)) != NULL) {
         struct entry *en;
         long pid;
         if (e->d_name[0] == '.' || shim_fileio_join(p, sizeof(p), hosts, e->d_name) < 0 ||
-            !ours(pid = read_num(p, "pid"), ident))
+            !ours(pid = read_num(p, "pid"), "/hosts/"))
             continue;
-        if (!(en = add(1, ident, e->d_name, p, pid)))
+        if (!(en = add(1, "-", e->d_name, p, pid)))
             break;
         en->sessions = host_sessions(p);
     }
@@ -251,9 +264,10 @@ static int scan(const struct shim_config *cfg, char *root, size_t n)
     if (!(d = opendir(root)))
         return 0;
     while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.' && strcmp(e->d_name, "containers"))
+        if (e->d_name[0] != '.' && strcmp(e->d_name, "containers") && strcmp(e->d_name, "hosts"))
             scan_identity(root, e->d_name);
     closedir(d);
+    scan_hosts(root);
     read_procs();
     for (i = 0; i < nentries; i++)
         entries[i].pss_kb = tree_pss(entries[i].pid, 0);
@@ -276,7 +290,7 @@ static void list(const char *root)
 
     printf("runtime directory: %s\n", root[0] ? root : "(none)");
     if (!nentries) {
-        printf("no session hosts or sessions\n");
+        printf("no sandbox hosts or sessions\n");
         return;
     }
     printf("%-8s  %-7s  %-12s  %-53s  %7s  %7s  %8s  %9s\n", "IDENTITY", "KIND", "ID",
@@ -315,28 +329,33 @@ static void stop(struct entry *const *v, size_t n)
             nanosleep(&ts, NULL);
     } while (left && (waited += 20) < STOP_WAIT_MS);
     for (i = 0; i < n; i++)
-        printf("stopped %s %s%s\n", v[i]->host ? "host" : "session", v[i]->host ? v[i]->ident : v[i]->name,
+        printf("stopped %s %s%s\n", v[i]->host ? "host" : "session", v[i]->name,
                live(v[i]->pid) ? " (still ending)" : "");
 }
 
-static int matches(const struct entry *e, const char *id)
+/* A session by its ID (4 or more of its first characters) or container
+ * id; with ident, every session of the identity whose first characters
+ * (4 to 8) id is. Hosts are stopped only with --all. */
+static int matches(const struct entry *e, const char *id, int ident)
 {
     size_t n = strlen(id);
 
     if (e->host)
-        return n >= 4 && !strncmp(e->ident, id, n > 8 ? 8 : n) && n <= 8;
+        return 0;
+    if (ident)
+        return n >= 4 && n <= 8 && !strncmp(e->ident, id, n);
     return (n >= 4 && !strncmp(e->name, id, n)) || !strcmp(e->cid, id);
 }
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: codeshim sessions                 list this user's session hosts "
+    fprintf(out, "usage: codeshim sessions                 list this user's sandbox hosts "
                  "and sessions\n"
                  "       codeshim sessions stop ID|--all   end a session (ID: its ID or "
                  "container id),\n"
-                 "                                         an identity's host and its "
-                 "sessions (ID: the\n"
-                 "                                         IDENTITY), or all of them\n");
+                 "                                         an identity's sessions (ID: the "
+                 "IDENTITY),\n"
+                 "                                         or every session and host\n");
 }
 
 int cli_sessions_main(int argc, char **argv)
@@ -345,7 +364,7 @@ int cli_sessions_main(int argc, char **argv)
     const struct shim_config *cfg = shim_config();
     char root[SHIM_PATH_MAX];
     size_t i, n = 0;
-    int all;
+    int all, ident;
 
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
@@ -363,19 +382,22 @@ int cli_sessions_main(int argc, char **argv)
     }
     all = !strcmp(argv[2], "--all");
     for (i = 0; i < nentries; i++)
-        if (all || matches(&entries[i], argv[2]))
+        if (all || matches(&entries[i], argv[2], 0))
+            pick[n++] = &entries[i];
+    for (i = 0, ident = !all && !n; ident && i < nentries; i++)
+        if (matches(&entries[i], argv[2], 1))
             pick[n++] = &entries[i];
     if (!all && !n) {
-        fprintf(stderr, "codeshim sessions: no session or session host %s\n", argv[2]);
+        fprintf(stderr, "codeshim sessions: no session or identity %s\n", argv[2]);
         return 1;
     }
-    if (!all && n > 1 && !pick[0]->host) {
+    if (!all && !ident && n > 1) {
         fprintf(stderr, "codeshim sessions: %s names %zu sessions; give more of its ID\n",
                 argv[2], n);
         return 2;
     }
     stop(pick, n);
     if (!n)
-        printf("no session hosts or sessions\n");
+        printf("no sandbox hosts or sessions\n");
     return 0;
 }

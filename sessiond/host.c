@@ -1,40 +1,39 @@
-/* host.c - the host of one identity's sessions under one set of sandbox
- * settings: the long-lived process of codeshim-sessiond.
+/* host.c - the user's sandbox host: the long-lived process of
+ * codeshim-sessiond, one per user, sandbox settings and build, shared by
+ * every program run and every identity of the user.
  *
- * - Where: DIR = <identity dir>/hosts/<settings>, DIR/sock and DIR/pid;
- *   started by the library (shim/session/session_host.c) when a session is to start
- *   and no host answers there. One per identity and settings: nothing of
- *   it (its sessions, its fork server if it has one) ever serves another
- *   identity.
- * - What: its sessions' sandboxes are lent by the user's sandbox host
- *   (shim_session_lent), or, where none is lent, forked from a fork server
- *   of its own (shim_sandbox_keep_warm), so that a session starts as fast
- *   as a pooled sandbox, with the data libraries already imported. For
- *   each {"op":"open","name",["bind"]} on its socket it takes such a
- *   sandbox and forks the session's own process (serve.c), which adopts it, answers the
- *   library once the session's socket listens, and serves it from then
- *   on; the host forgets the sandbox. Without one ready (the first
- *   session, while the server imports; a server that failed), the session
- *   process opens its sandbox the cold way. {"op":"status"} says whether
- *   one is ready and how many sessions live. Connections wait (accept.c)
- *   until their request begins to arrive: one that sends nothing holds
- *   none of the others up.
- * - Why one process per session still: each session's executions are
+ * - Where: DIR = <runtime>/hosts/<settings>-<build>, DIR/sock and
+ *   DIR/pid; started by the library (shim/session/session_host.c) when
+ *   none answers there.
+ * - What: a fork server (imports done once) and a pool of sandboxes
+ *   forked from it (pool.c). {"op":"take"} lends one to a program's
+ *   private request. {"op":"open","identity","name",["bind"],"ttl"}
+ *   starts a session: the host lends a sandbox to a new process of its
+ *   own (codeshim-sessiond --session, serve.c), which answers the
+ *   library on the same connection once the session's socket listens and
+ *   serves the session from then on. {"op":"status"} says how many are
+ *   ready, lent and live. Connections wait (accept.c) until their
+ *   request begins to arrive: one that sends nothing holds none of the
+ *   others up.
+ * - Identities: a sandbox is lent once and never comes back, so no two
+ *   requests and no two sessions, and so no two identities, share one;
+ *   each session's directory is its identity's (checked here: the
+ *   identity's directory under the runtime directory, never a path of the
+ *   request's). What every sandbox shares is the fork server's read-only
+ *   image of the interpreter and its imports (doc/ARCHITECTURE.md).
+ * - Why one process per session: each session's executions are
  *   serialised on its own socket and none waits for another's, a session
  *   is closed or signalled alone (DIR/pid of the session), and a session
- *   process that dies takes only its own sandbox.
- * - Lifetime: the sandboxes it hands over are children of its fork
- *   server, which dies with it, so it stays while any session it forked
- *   lives, and then CODESHIM_SESSION_TTL seconds more without a new one.
- *   It ends under the identity's lock (the one the library opens sessions
- *   under), so no open ever reaches a host that is ending. SIGTERM ends
- *   every session first; its socket is closed meanwhile, so a library may
- *   start a successor in DIR then: leaving, a host removes only the
- *   socket and pid file it made itself (same inode), never a successor's.
- * - The user's sandbox host is this same loop with user set (DIR =
- *   <runtime>/hosts/<settings>-<build>): it opens no session; it keeps a
- *   pool of forked sandboxes (pool.c) and lends one for each
- *   {"op":"take"}, and it stays while any lent one lives. */
+ *   process that dies takes only its own sandbox. It is spawned (a fresh
+ *   image, not a fork of this threaded process) with the sandbox's
+ *   control socket, so it is just another borrower.
+ * - Lifetime: lent sandboxes are children of the fork server, which dies
+ *   with the host, so it stays while any lent one or session lives, and
+ *   then CODESHIM_SESSION_TTL seconds more without a request. It leaves
+ *   under the user's lock; SIGTERM ends every session first; its socket
+ *   is closed meanwhile, so a library may start a successor in DIR then:
+ *   leaving, a host removes only the socket and pid file it made itself
+ *   (same inode), never a successor's. */
 #include "base/clock.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -59,21 +58,20 @@
 #define WARMING_TICK_MS 100 /* how often a fork server getting ready is looked at */
 #define END_WAIT_MS 10000   /* for the sessions to end at SIGTERM */
 #define LENT_TICK_MS 100    /* how often lent sandboxes are looked at */
-/* h->warm of a session host whose sandboxes the user's sandbox host lends:
- * it has no fork server of its own unless a lending fails */
-#define LENDS (-EALREADY)
 
 struct host {
     const struct shim_config *cfg;
     const char *dir, *settings;
-    char iddir[SHIM_PATH_MAX];
+    /* the runtime directory (the host's environment may not name it: it
+     * is where the host is): the identities' directories, the user's lock */
+    char rtdir[SHIM_PATH_MAX];
+    char exe[SHIM_PATH_MAX];   /* this program, for the sessions' processes */
     int lfd;
     int warm; /* shim_sandbox_keep_warm's last answer */
-    int user; /* the user's sandbox host: lends pooled sandboxes, no sessions */
     struct sessiond_pool pool;
-    pid_t kids[HOST_MAX];
+    pid_t kids[HOST_MAX]; /* the sessions' processes */
     int nkids;
-    long long last; /* ms: the last open, or the last session's end */
+    long long last; /* ms: the last request, or the last session's end */
     struct sessiond_waiting w; /* connections yet to send their request */
     struct shim_store_own sock, pid; /* DIR/sock and DIR/pid as this host made them */
 };
@@ -102,7 +100,7 @@ static void refuse(int fd, const char *why)
 {
     cJSON *ans = cJSON_CreateObject();
 
-    LOG_WARN("session host: refused a request: %s", why);
+    LOG_WARN("sandbox host: refused a request: %s", why);
     if (ans) {
         cJSON_AddFalseToObject(ans, "ok");
         cJSON_AddStringToObject(ans, "error", why);
@@ -112,27 +110,49 @@ static void refuse(int fd, const char *why)
     close(fd);
 }
 
-/* An open request, checked: its session directory is iddir/<32 hex>, a
- * directory (the library made it), never a path of the request's; bind is
- * absent or a container id; ttl a CODESHIM_SESSION_TTL. 0 or -EINVAL. */
+/* An identity as the library names its directory: "anonymous" or 32
+ * lowercase hex digits (identity.h), so never a path. */
+static int is_identity(const char *id)
+{
+    size_t i;
+
+    if (!strcmp(id, "anonymous"))
+        return 1;
+    for (i = 0; id[i]; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return 0;
+    return i == 32;
+}
+
+/* An open request, checked: its session directory is <identity dir>/<32
+ * hex>, a directory (the library made it), never a path of the
+ * request's; bind is absent or a container id; ttl a
+ * CODESHIM_SESSION_TTL. 0 or -EINVAL. */
 static int parse_open(const struct host *h, const cJSON *req, struct sessiond_open *o)
 {
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(req, "identity"));
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(req, "name"));
     const cJSON *jb = cJSON_GetObjectItem(req, "bind");
     double ttl = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "ttl"));
+    char iddir[SHIM_PATH_MAX];
     struct stat st;
 
     o->bind = jb ? cJSON_GetStringValue(jb) : "";
     o->ttl_s = ttl >= 1 && ttl <= SHIM_SESSION_TTL_MAX ? (int)ttl : 0;
-    if (!name || !shim_session_is_name(name) || shim_fileio_join(o->dir, sizeof(o->dir), h->iddir, name) < 0 ||
-        lstat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode) || !o->bind || !o->ttl_s ||
+    if (!id || !is_identity(id) || !name || !shim_session_is_name(name) ||
+        shim_fileio_join(iddir, sizeof(iddir), h->rtdir, id) < 0 ||
+        lstat(iddir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        shim_fileio_join(o->dir, sizeof(o->dir), iddir, name) < 0 ||
+        lstat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        !o->bind || !o->ttl_s ||
         (o->bind[0] && (strncmp(o->bind, "cntr_", 5) || strlen(o->bind) >= 64)))
         return -EINVAL;
     return 0;
 }
 
-/* {"op":"status"}: is a sandbox ready to hand over, how many sessions
- * live (for benchmarks and tests, which wait for the former). */
+/* {"op":"status"}: whether the fork server is up, how many sandboxes are
+ * ready and lent, how many sessions live (benchmarks and tests wait on
+ * it rather than sleep). */
 static void status(struct host *h, int fd)
 {
     cJSON *ans = cJSON_CreateObject();
@@ -141,29 +161,74 @@ static void status(struct host *h, int fd)
         h->warm = shim_sandbox_keep_warm(h->cfg);
     if (ans) {
         cJSON_AddTrueToObject(ans, "ok");
-        cJSON_AddBoolToObject(ans, "warm", h->warm == 1 ||
-                                               (h->warm == LENDS && shim_session_lent_ready(h->cfg)));
+        cJSON_AddBoolToObject(ans, "warm", h->warm == 1);
         cJSON_AddNumberToObject(ans, "sessions", h->nkids);
-        if (h->user) {
-            cJSON_AddNumberToObject(ans, "pool", sessiond_pool_ready(&h->pool));
-            cJSON_AddNumberToObject(ans, "lent", h->pool.nlent);
-            cJSON_AddNumberToObject(ans, "lent_total", (double)h->pool.lent_total);
-            cJSON_AddNumberToObject(ans, "pid", (double)getpid());
-        }
+        cJSON_AddNumberToObject(ans, "pool", sessiond_pool_ready(&h->pool));
+        cJSON_AddNumberToObject(ans, "lent", h->pool.nlent);
+        cJSON_AddNumberToObject(ans, "lent_total", (double)h->pool.lent_total);
+        cJSON_AddNumberToObject(ans, "pid", (double)getpid());
         shim_proto_send(fd, ans, 5000);
     }
     cJSON_Delete(ans);
     close(fd);
 }
 
+/* Starts the session's process: this program again (--session), with the
+ * library's connection as fd 3 (it answers there) and the lent sandbox's
+ * control socket as fd 4. Its pid, or -errno. */
+static pid_t spawn_session(struct host *h, const struct sessiond_open *o, int reply)
+{
+    char ttl[16], pid[24];
+    char *argv[] = {h->exe, (char *)"--session", (char *)o->dir, (char *)h->settings, ttl,
+                    (char *)(o->bind[0] ? o->bind : "-"), pid, NULL};
+    int fds[2] = {reply, o->lent_fd};
+
+    snprintf(ttl, sizeof(ttl), "%d", o->ttl_s);
+    snprintf(pid, sizeof(pid), "%ld", o->lent_pid);
+    return shim_session_spawn(h->cfg, argv, fds, o->lent_fd >= 0 ? 2 : 1, 0);
+}
+
+static void open_session(struct host *h, const cJSON *req, int fd)
+{
+    struct sessiond_open o;
+    pid_t pid;
+    int rc;
+
+    if (parse_open(h, req, &o) < 0) {
+        refuse(fd, "not a request to open a session");
+        return;
+    }
+    if (h->nkids >= HOST_MAX) {
+        refuse(fd, "too many sessions");
+        return;
+    }
+    if (h->warm >= 0)
+        h->warm = shim_sandbox_keep_warm(h->cfg);
+    /* a pooled sandbox, else (the fork server still imports, or failed)
+     * the session opens one the cold way */
+    rc = sessiond_pool_lend(&h->pool, h->warm, &o.lent_fd, &o.lent_pid);
+    if (rc < 0) {
+        o.lent_fd = -1;
+        o.lent_pid = 0;
+        LOG_INFO("sandbox host: no sandbox to lend a new session (%s); it starts the cold way",
+                 strerror(-rc));
+    }
+    pid = spawn_session(h, &o, fd);
+    if (o.lent_fd >= 0)
+        close(o.lent_fd); /* the session's copy only: it ends when the session does */
+    if (pid < 0) {
+        refuse(fd, "cannot start the session's process");
+        return;
+    }
+    close(fd); /* the session answers on its copy */
+    h->kids[h->nkids++] = pid;
+}
+
 /* One request on the host's socket (fd is ours to close). */
 static void request(struct host *h, int fd)
 {
-    static struct sessiond_open o;
-    struct shim_sandbox *sb = NULL;
     const char *op;
     cJSON *req = NULL;
-    pid_t pid;
 
     if (shim_proto_recv(fd, &req, SESSIOND_REQUEST_MS) < 0) {
         close(fd);
@@ -171,52 +236,17 @@ static void request(struct host *h, int fd)
     }
     op = cJSON_GetStringValue(cJSON_GetObjectItem(req, "op"));
     if (op && !strcmp(op, "status")) {
-        cJSON_Delete(req);
         status(h, fd);
-        return;
-    }
-    if (op && h->user && !strcmp(op, "take")) {
-        cJSON_Delete(req);
+    } else if (op && !strcmp(op, "take")) {
         if (h->warm >= 0)
             h->warm = shim_sandbox_keep_warm(h->cfg);
         sessiond_pool_take(&h->pool, fd, h->warm);
-        return;
+    } else if (op && !strcmp(op, "open")) {
+        open_session(h, req, fd);
+    } else {
+        refuse(fd, "not a request this host knows");
     }
-    if (!op || h->user || strcmp(op, "open") || parse_open(h, req, &o) < 0) {
-        cJSON_Delete(req);
-        refuse(fd, "not a request to open a session of this identity");
-        return;
-    }
-    if (h->nkids >= HOST_MAX) {
-        cJSON_Delete(req);
-        refuse(fd, "too many sessions");
-        return;
-    }
-    /* forked here, else (the fork server still imports) lent by the
-     * user's sandbox host, else the session opens one itself */
-    if (h->warm == LENDS && shim_session_lent(h->cfg, &sb) < 0) {
-        sb = NULL; /* none lent: this host's own fork server from now on */
-        h->warm = shim_sandbox_keep_warm(h->cfg);
-    } else if (h->warm != LENDS && shim_sandbox_open_forked(h->cfg, &sb) < 0 &&
-               shim_session_lent(h->cfg, &sb) < 0) {
-        sb = NULL;
-    }
-    pid = fork();
-    if (pid == 0) {
-        close(h->lfd);
-        sessiond_waiting_close(&h->w); /* the host's: closed here, they stay there */
-        signal(SIGCHLD, SIG_DFL);
-        exit(sessiond_session(h->cfg, &o, h->settings, sb, fd));
-    }
-    cJSON_Delete(req); /* o.bind with it */
-    if (pid < 0) {
-        refuse(fd, "cannot start the session's process");
-        shim_sandbox_close(sb);
-        return;
-    }
-    shim_sandbox_disown(sb);
-    close(fd);
-    h->kids[h->nkids++] = pid;
+    cJSON_Delete(req);
 }
 
 /* Leaves DIR (so the next open starts another host), under the identity's
@@ -224,7 +254,7 @@ static void request(struct host *h, int fd)
  * (returns 0 then: an open is on its way, stay). */
 static int leave(struct host *h, int wait_ms)
 {
-    int lock = shim_session_lock(h->iddir, wait_ms);
+    int lock = shim_session_lock(h->rtdir, wait_ms);
 
     if (lock == -ETIMEDOUT && wait_ms == 0)
         return 0;
@@ -273,8 +303,8 @@ static int poll_ms(const struct host *h)
     return (int)ms;
 }
 
-/* iddir = dir without its last two components (hosts/<settings>). */
-static int identity_dir(const char *dir, char *out, size_t n)
+/* rtdir = dir without its last two components (hosts/<name>). */
+static int runtime_dir(const char *dir, char *out, size_t n)
 {
     size_t len = strlen(dir);
     int cut = 0;
@@ -289,20 +319,22 @@ static int identity_dir(const char *dir, char *out, size_t n)
     return 0;
 }
 
-int sessiond_host(const struct shim_config *cfg, const char *dir, const char *settings,
-                  int user, int ready)
+int sessiond_host(const struct shim_config *cfg, const char *dir, const char *settings, int ready)
 {
     static struct host h; /* its kids table is large */
     struct sigaction sa;
     char pidtxt[32], p[SHIM_PATH_MAX + 8];
+    ssize_t n;
 
     h.cfg = cfg;
     h.dir = dir;
     h.settings = settings;
-    h.user = user;
     h.pool.cfg = cfg;
-    if (identity_dir(dir, h.iddir, sizeof(h.iddir)) < 0 || (h.lfd = shim_proto_socket(dir, 1)) < 0)
+    n = readlink("/proc/self/exe", h.exe, sizeof(h.exe) - 1);
+    if (n <= 0 || (size_t)n >= sizeof(h.exe) - 1 || runtime_dir(dir, h.rtdir, sizeof(h.rtdir)) < 0 ||
+        (h.lfd = shim_proto_socket(dir, 1)) < 0)
         return 1;
+    h.exe[n] = '\0';
     snprintf(pidtxt, sizeof(pidtxt), "%ld", (long)getpid());
     if (shim_fileio_join(p, sizeof(p), dir, "pid") < 0 || shim_store_write(p, pidtxt) < 0)
         LOG_WARN("cannot write %s/pid", dir);
@@ -314,13 +346,10 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
     if (write(ready, "R", 1) != 1)
         LOG_WARN("readiness pipe closed");
     close(ready);
-    if (user) /* a killed predecessor's cgroups, where they are empty now */
-        shim_sandbox_tidy(cfg);
-    /* a session host's sandboxes come from the user's sandbox host (no
-     * fork server and imports for each identity) where there is one */
-    h.warm = !user && shim_session_lent_ready(cfg) ? LENDS : shim_sandbox_keep_warm(cfg);
+    shim_sandbox_tidy(cfg); /* a killed predecessor's cgroups, where they are empty now */
+    h.warm = shim_sandbox_keep_warm(cfg);
     h.last = shim_clock_ms();
-    LOG_INFO("%s host up (fork server: %s)", user ? "sandbox" : "session", h.warm < 0 ? "none" : "starting");
+    LOG_INFO("sandbox host up (fork server: %s)", h.warm < 0 ? "none" : "starting");
     for (;;) {
         int fd;
         reap(&h);
@@ -336,18 +365,16 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
         }
         if (h.warm >= 0)
             h.warm = shim_sandbox_keep_warm(cfg);
-        if (h.user)
-            sessiond_pool_fill(&h.pool, h.warm);
+        sessiond_pool_fill(&h.pool, h.warm);
     }
     sessiond_waiting_close(&h.w);
     close(h.lfd);
-    sessiond_pool_end(&h.pool);
-    if (user) /* and those whose processes were still ending at the start */
-        shim_sandbox_tidy(cfg);
-    if (sessiond_stop) {
+    if (sessiond_stop)
         end_sessions(&h);
+    sessiond_pool_end(&h.pool);
+    shim_sandbox_tidy(cfg); /* and those whose processes were still ending at the start */
+    if (sessiond_stop)
         leave(&h, 1000);
-    }
-    LOG_INFO("session host ends");
+    LOG_INFO("sandbox host ends");
     return 0;
 }

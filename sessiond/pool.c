@@ -134,31 +134,36 @@ static struct shim_sandbox *take(struct sessiond_pool *p, int warm, int *fd, lon
     return NULL;
 }
 
+int sessiond_pool_lend(struct sessiond_pool *p, int warm, int *fd, long *pid)
+{
+    struct shim_sandbox *sb;
+
+    *fd = -1;
+    if (p->nlent >= SESSIOND_LENT)
+        return -EUSERS;
+    if (!(sb = take(p, warm, fd, pid)))
+        return warm == 0 ? -EAGAIN : -ECHILD;
+    p->lent[p->nlent++] = sb;
+    p->lent_total++;
+    return 0;
+}
+
 void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm)
 {
-    struct shim_sandbox *sb = NULL;
     cJSON *ans = cJSON_CreateObject();
-    int sfd = -1;
     long pid = 0;
+    int sfd = -1, rc = ans ? sessiond_pool_lend(p, warm, &sfd, &pid) : -ENOMEM;
 
-    if (ans && p->nlent < SESSIOND_LENT)
-        sb = take(p, warm, &sfd, &pid);
-    if (sb && shim_frame_send_byte(fd, 'S', sfd) == 0) {
-        p->lent[p->nlent++] = sb;
-        p->lent_total++;
+    if (rc == 0 && shim_frame_send_byte(fd, 'S', sfd) == 0) {
         cJSON_AddTrueToObject(ans, "ok");
         cJSON_AddNumberToObject(ans, "pid", (double)pid);
     } else {
-        if (sfd >= 0)
-            close(sfd);
-        sfd = -1;
-        if (sb) /* never reached the program: ended here */
-            shim_sandbox_close(sb);
-        sb = NULL;
+        if (rc == 0) /* never reached the program: it ends once the host's copy closes */
+            rc = -EPIPE;
         if (ans) {
             cJSON_AddFalseToObject(ans, "ok");
-            cJSON_AddStringToObject(ans, "error", warm == 0 ? "the fork server is starting"
-                                                            : "no sandbox can be had");
+            cJSON_AddStringToObject(ans, "error", rc == -EAGAIN ? "the fork server is starting"
+                                                                : "no sandbox can be had");
         }
         shim_frame_send_byte(fd, 'N', -1);
     }

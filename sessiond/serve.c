@@ -1,5 +1,6 @@
-/* serve.c - one session of codeshim-sessiond: a process the host
- * (host.c) forks for it, which owns the session's sandbox and serves
+/* serve.c - one session of codeshim-sessiond: a process of its own
+ * (started by the host, host.c, with a sandbox lent from its pool, or by
+ * the library alone, cold), which owns the session's sandbox and serves
  * DIR/sock (protocol: proto.h): one request at a time, so executions
  * from several programs sharing the session are serialised; connections
  * are greeted as they come and wait (accept.c) until their request begins
@@ -285,16 +286,16 @@ static void reply_host(int reply, const char *cid, const char *settings, const c
     close(reply);
 }
 
-/* The sandbox: the host's, or, when it had none ready (its fork server is
- * still starting, or there is none), one opened here the cold way. */
-static struct shim_sandbox *own_sandbox(const struct shim_config *cfg, struct shim_sandbox *sb)
+/* The sandbox: the one the host lent, or, when it had none (its fork
+ * server still imports, or there is no host), one opened here the cold
+ * way. */
+static struct shim_sandbox *own_sandbox(const struct shim_config *cfg, const struct sessiond_open *o)
 {
     struct shim_config sb_cfg;
+    struct shim_sandbox *sb = NULL;
 
-    if (sb) {
-        shim_sandbox_adopt(sb);
-        return sb;
-    }
+    if (o->lent_pid > 0)
+        return shim_sandbox_open_lent(cfg, o->lent_fd, o->lent_pid, &sb) == 0 ? sb : NULL;
     sb_cfg = *cfg;
     sb_cfg.fork_server = 0; /* a fork server for one sandbox: a second Python */
     return shim_sandbox_open(&sb_cfg, &sb) == 0 ? sb : NULL;
@@ -324,8 +325,9 @@ static void leave(const char *dir, const char *cid, const char *settings,
 }
 
 int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *o,
-                     const char *settings, struct shim_sandbox *sb, int reply)
+                     const char *settings, int reply)
 {
+    struct shim_sandbox *sb;
     const char *dir = o->dir;
     char cid[64], pidtxt[32];
     struct sessiond_waiting w = {.n = 0};
@@ -334,7 +336,7 @@ int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *
     long long last;
     int lfd;
 
-    if (!(sb = own_sandbox(cfg, sb))) {
+    if (!(sb = own_sandbox(cfg, o))) {
         reply_host(reply, "", settings, "the session's sandbox could not be opened");
         return 1;
     }

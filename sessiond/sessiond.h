@@ -1,6 +1,6 @@
-/* sessiond.h - the two halves of codeshim-sessiond: the host of one
- * identity's sessions under one set of settings (host.c), and each
- * session, a process the host forks (serve.c). */
+/* sessiond.h - the parts of codeshim-sessiond: the user's sandbox host
+ * (host.c), its pool of forked sandboxes (pool.c), and each session, a
+ * process of its own that borrows one of them (serve.c). */
 #ifndef SESSIOND_H
 #define SESSIOND_H
 
@@ -47,6 +47,11 @@ int sessiond_pool_ready(struct sessiond_pool *p);
 /* Closes each lent sandbox that ended (its borrower closed it, or it
  * died), which removes its cgroup: how many. */
 int sessiond_pool_reap(struct sessiond_pool *p);
+/* Lends a sandbox (its control socket *fd, the caller's to pass on and
+ * close; *pid its supervisor), kept among the lent ones until it ends:
+ * 0, -EAGAIN while the fork server imports, -EUSERS past SESSIOND_LENT,
+ * or -ECHILD when none can be forked. */
+int sessiond_pool_lend(struct sessiond_pool *p, int warm, int *fd, long *pid);
 /* Answers a take on fd (then closed): b"S" with the socket and
  * {"ok":true,"pid"}, or b"N" and {"ok":false,"error"} when none can be
  * had now (the fork server still imports, or failed). */
@@ -54,30 +59,33 @@ void sessiond_pool_take(struct sessiond_pool *p, int fd, int warm);
 /* Ends every sandbox of the pool, ready or lent. */
 void sessiond_pool_end(struct sessiond_pool *p);
 
-/* Runs the host in dir (iddir/hosts/<settings>) until it has had no
- * session for cfg->session_ttl_s seconds, or SIGTERM. ready gets "R" once
- * its socket listens (then is closed). user: it is the user's sandbox
- * host (dir: <runtime>/hosts/<settings>-<build>), which lends pooled
- * sandboxes and opens no session. The exit status. */
+/* Runs the user's sandbox host in dir (<runtime>/hosts/<settings>-
+ * <build>) until it has had nothing lent and no session for
+ * cfg->session_ttl_s seconds, or SIGTERM. ready gets "R" once its socket
+ * listens (then is closed). The exit status. */
 int sessiond_host(const struct shim_config *cfg, const char *dir, const char *settings,
-                  int user, int ready);
+                  int ready);
 
-/* What the library asked the host for: the session's directory
- * (iddir/<name>), the explicit container it is (or ""), and its idle limit
- * (the asking program's CODESHIM_SESSION_TTL). */
+/* What a session is started with: its directory (<identity dir>/<name>),
+ * the explicit container it is (or ""), its idle limit (the asking
+ * program's CODESHIM_SESSION_TTL), and the sandbox lent to it (its
+ * control socket and supervisor), or lent_pid 0 to open one the cold
+ * way. */
 struct sessiond_open {
     char dir[SHIM_PATH_MAX];
     const char *bind;
     int ttl_s;
+    int lent_fd;
+    long lent_pid;
 };
 
 /* Runs one session until it is idle for o->ttl_s seconds, is closed, or
- * SIGTERM; then ends its sandbox and removes its directory. sb: a sandbox
- * the host opened for it (adopted here), or NULL to open one here. The
- * host's request is answered on reply ({"ok": true, "container_id"} once
- * the session's socket listens), which is then closed. The exit status. */
+ * SIGTERM; then ends its sandbox and removes its directory. The request
+ * that started it is answered on reply ({"ok": true, "container_id"} once
+ * the session's socket listens, or why not), which is then closed. The
+ * exit status. */
 int sessiond_session(const struct shim_config *cfg, const struct sessiond_open *o,
-                     const char *settings, struct shim_sandbox *sb, int reply);
+                     const char *settings, int reply);
 
 /* Connections accepted and not yet read from (accept.c). Both the host and
  * each session poll them together with their listening socket, so that a

@@ -1,7 +1,7 @@
 /* quota.c - see quota.h. The layout counted is session.h's:
- *   <runtime>/<identity>/<32 hex>/           a session (sock once it listens)
- *   <runtime>/<identity>/hosts/<settings>/   a session host (the same)
- * beside <runtime>/containers/ (cstore.h), which holds neither. */
+ *   <runtime>/<identity>/<32 hex>/   a session (sock once it listens)
+ * beside <runtime>/containers/ (cstore.h) and <runtime>/hosts/ (the
+ * user's sandbox hosts), which hold none. */
 #include "session/quota.h"
 
 #include "base/clock.h"
@@ -72,51 +72,44 @@ static int count_in(const char *parent, int hex, const char *skip)
     return n;
 }
 
-/* Every identity's live sessions and session hosts, but self and host. */
-static void count(const char *root, const char *self, const char *host, int *sessions,
-                  int *hosts)
+/* Every identity's live sessions but self. */
+static int count(const char *root, const char *self)
 {
-    char id[SHIM_PATH_MAX], hd[SHIM_PATH_MAX + 8];
+    char id[SHIM_PATH_MAX];
     struct dirent *e;
     DIR *d = opendir(root);
+    int sessions = 0;
 
-    *sessions = *hosts = 0;
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
         if (e->d_name[0] == '.' || !strcmp(e->d_name, "containers") || /* cstore.c's */
+            !strcmp(e->d_name, "hosts") || /* the user's sandbox hosts */
             shim_fileio_join(id, sizeof(id), root, e->d_name) < 0 ||
             lstat(id, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
-        *sessions += count_in(id, 1, self);
-        if (shim_fileio_join(hd, sizeof(hd), id, "hosts") == 0)
-            *hosts += count_in(hd, 0, host);
+        sessions += count_in(id, 1, self);
     }
     if (d)
         closedir(d);
+    return sessions;
 }
 
-int shim_quota_session(const struct shim_config *cfg, const char *self, const char *host)
+int shim_quota_session(const struct shim_config *cfg, const char *self)
 {
     char root[SHIM_PATH_MAX];
-    int lock, sessions, hosts, rc = 0;
+    int lock, sessions, rc = 0;
 
     if ((rc = shim_store_runtime(cfg, root, sizeof(root))) < 0)
         return rc;
     if ((lock = shim_store_lock(root, LOCK_WAIT_MS)) < 0)
         return lock;
-    count(root, self, host, &sessions, &hosts);
+    sessions = count(root, self);
     close(lock);
     if (sessions >= cfg->user_sessions) {
         shim_store_set_why("codeshim: this user's programs already hold %d live sessions, as "
                            "many as CODESHIM_USER_SESSIONS allows across all API keys; a new "
                            "one can start when one ends (idle for CODESHIM_SESSION_TTL, or "
                            "`codeshim sessions stop`)", sessions);
-        rc = -EUSERS;
-    } else if (host && hosts >= cfg->user_hosts) {
-        shim_store_set_why("codeshim: this user's programs already run %d session hosts (one "
-                           "per API key and sandbox settings), as many as CODESHIM_USER_HOSTS "
-                           "allows; a new one can start when one ends (CODESHIM_SESSION_TTL "
-                           "after its last session, or `codeshim sessions stop`)", hosts);
         rc = -EUSERS;
     }
     return rc;

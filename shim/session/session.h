@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct shim_config;
 struct shim_session;
@@ -98,14 +99,14 @@ void shim_session_settings(const struct shim_config *cfg, char out[65]);
  * hex digits into out (65 bytes), part of the host's directory name, so
  * that no program uses a host of another build. 0 or -errno. */
 int shim_session_build(const struct shim_config *cfg, const char *exe, char out[65]);
-/* A fresh sandbox lent by the user's sandbox host (a private request's,
- * or a session host's first session's while its own fork server
- * imports): 0 with *out, or -errno when none can be had now (the host is
- * started again if it did not answer). */
-int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out);
-/* 1 when the user's sandbox host of cfg's settings answers with a sandbox
- * ready to lend, else 0. */
-int shim_session_lent_ready(const struct shim_config *cfg);
+/* Starts argv[0] (an absolute path) with argv, codeshim's own settings
+ * in its environment (and PATH, TMPDIR), stdin/out/err on /dev/null, and
+ * fds[0..nfds) as its descriptors 3.. (no other one leaks), in a session
+ * of its own when own_session. Not waited for: its pid, or -errno. The
+ * library starts codeshim-sessiond so; the host its sessions' processes. */
+#define SHIM_SPAWN_FDS 4
+pid_t shim_session_spawn(const struct shim_config *cfg, char *const argv[], const int *fds,
+                         int nfds, int own_session);
 
 /* Removes a session's directory (dir: <identity dir>/<session>) and the
  * map entry of its container cid under settings: what a supervisor leaves

@@ -1,10 +1,10 @@
-/* session_host.c - the hosts a program asks for sandboxes: the
- * identity's session host (codeshim-sessiond, sessiond/host.c), started
- * here when none answers and asked to start a session's supervisor; and
- * the user's sandbox host (sessiond/pool.c), which lends a ready sandbox
- * to a private request (started again when it does not answer). A
- * private request's sandbox is opened here: lent, else cold. See
- * session_int.h. */
+/* session_host.c - the user's sandbox host (codeshim-sessiond,
+ * sessiond/host.c) as a program sees it: started here when none answers,
+ * asked for a ready sandbox for a private request (lent: its control
+ * socket passed over the connection) and for a session's process (which
+ * then answers on the same connection); where no host can be had, a
+ * private request's sandbox starts the cold way here and a session's
+ * process is started alone, cold. See session_int.h. */
 #include "session/session.h"
 #include "session/session_int.h"
 
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,139 +41,95 @@ static int sessiond_path(const struct shim_config *cfg, char *out, size_t n)
     return 0;
 }
 
-/* Starts codeshim-sessiond, the session host, for dir; it daemonises and
- * its first process exits once the socket listens, so waiting for it
- * costs no zombie. */
-static int spawn_host(const struct shim_config *cfg, const char *dir, const char *settings,
-                      const char *build)
+pid_t shim_session_spawn(const struct shim_config *cfg, char *const argv[], const int *fds,
+                         int nfds, int own_session)
 {
-    char path[SHIM_PATH_MAX], tmpenv[SHIM_PATH_MAX + 8];
-    char *argv[] = {path, (char *)dir, (char *)settings, (char *)build, NULL};
+    char tmpenv[SHIM_PATH_MAX + 8];
     char **own, **envp;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
     size_t n = 0, i;
-    pid_t pid;
-    int rc, status;
+    int hi[SHIM_SPAWN_FDS], k, rc;
+    pid_t pid = -1;
 
-    if ((rc = sessiond_path(cfg, path, sizeof(path))) < 0)
-        return rc;
+    if (nfds < 0 || nfds > SHIM_SPAWN_FDS)
+        return -EINVAL;
     own = shim_config_own_env();
     for (i = 0; own && own[i]; i++)
         n++;
     envp = calloc(n + 3, sizeof(*envp));
-    if (!own || !envp) {
-        rc = -ENOMEM;
-        goto out;
+    for (k = 0; k < nfds; k++) /* out of the way of 3.. first: a source may be one of them */
+        hi[k] = fcntl(fds[k], F_DUPFD_CLOEXEC, 3 + SHIM_SPAWN_FDS);
+    for (k = 0, rc = own && envp ? 0 : -ENOMEM; k < nfds; k++)
+        if (hi[k] < 0)
+            rc = -EMFILE;
+    if (rc == 0) {
+        for (i = 0; i < n; i++)
+            envp[i] = own[i];
+        snprintf(tmpenv, sizeof(tmpenv), "TMPDIR=%s", cfg->tmpdir);
+        envp[n] = (char *)"PATH=/usr/bin:/bin";
+        envp[n + 1] = tmpenv;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        for (k = 0; k < nfds; k++)
+            posix_spawn_file_actions_adddup2(&fa, hi[k], 3 + k);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3 + nfds); /* no other fd leaks */
+        posix_spawnattr_init(&at);
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &all);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                          (own_session ? POSIX_SPAWN_SETSID : 0));
+        rc = -posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        if (rc)
+            LOG_ERR("cannot start %s: %s", argv[0], strerror(-rc));
     }
-    for (i = 0; i < n; i++)
-        envp[i] = own[i];
-    snprintf(tmpenv, sizeof(tmpenv), "TMPDIR=%s", cfg->tmpdir);
-    envp[n] = (char *)"PATH=/usr/bin:/bin";
-    envp[n + 1] = tmpenv;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* no host fd leaks */
-    posix_spawnattr_init(&at);
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    rc = -posix_spawn(&pid, path, &fa, &at, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (rc) {
-        LOG_ERR("cannot start %s: %s", path, strerror(-rc));
-        goto out;
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!shim_session_alive(dir)) {
-        LOG_ERR("%s did not start a session host (status %d)", path, status);
-        rc = -ECHILD;
-    }
-out:
+    for (k = 0; k < nfds; k++)
+        if (hi[k] >= 0)
+            close(hi[k]);
     for (i = 0; own && own[i]; i++)
         free(own[i]);
     free(own);
     free(envp);
-    return rc;
+    return rc ? rc : pid;
 }
 
-/* iddir/hosts/<settings>: the host of this identity's sessions under
- * these settings (sessiond/host.c), made private if needed. */
-static int host_dir(const struct shim_session *b, char *out, size_t n)
+/* Runs codeshim-sessiond with argv[1..] (argv[0] is filled in) and fds as
+ * 3.., in a session of its own, and waits for its first process, which
+ * exits once it has daemonised. 0 or -errno. */
+static int run_sessiond(const struct shim_config *cfg, char **argv, const int *fds, int nfds)
 {
-    char hosts[SHIM_PATH_MAX];
-    int rc;
+    char path[SHIM_PATH_MAX];
+    pid_t pid;
+    int rc, status = 0;
 
-    if ((rc = shim_fileio_join(hosts, sizeof(hosts), b->iddir, "hosts")) < 0 ||
-        (rc = shim_store_private_dir(hosts)) < 0)
+    if ((rc = sessiond_path(cfg, path, sizeof(path))) < 0)
         return rc;
-    if ((rc = shim_fileio_join(out, n, hosts, b->settings)) < 0)
-        return rc;
-    return shim_store_private_dir(out);
+    argv[0] = path;
+    if ((pid = shim_session_spawn(cfg, argv, fds, nfds, 1)) < 0)
+        return pid;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
 }
 
-/* Has the host start b's session (b->dir made); it answers once the
- * session's socket listens, or why it could not. */
-static int ask_host(int fd, const struct shim_session *b)
+/* Starts the user's sandbox host in dir. */
+static int spawn_host(const struct shim_config *cfg, const char *dir, const char *settings,
+                      const char *build)
 {
-    cJSON *msg = cJSON_CreateObject(), *ans = NULL;
-    const char *why;
-    int rc;
+    char *argv[] = {NULL, (char *)dir, (char *)settings, (char *)build, NULL};
 
-    if (!msg)
-        return -ENOMEM;
-    cJSON_AddStringToObject(msg, "op", "open");
-    cJSON_AddStringToObject(msg, "name", b->name);
-    if (b->bind[0])
-        cJSON_AddStringToObject(msg, "bind", b->bind);
-    cJSON_AddNumberToObject(msg, "ttl", b->cfg->session_ttl_s);
-    rc = shim_proto_send(fd, msg, 5000);
-    cJSON_Delete(msg);
-    if (rc == 0)
-        rc = shim_proto_recv(fd, &ans, HOST_OPEN_MS);
-    if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok"))) {
-        why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
-        LOG_ERR("the session host could not start a session: %.200s", why ? why : "?");
-        rc = -ECHILD;
+    if (run_sessiond(cfg, argv, NULL, 0) < 0 || !shim_session_alive(dir)) {
+        LOG_ERR("codeshim-sessiond did not start a sandbox host");
+        return -ECHILD;
     }
-    cJSON_Delete(ans);
-    return rc;
-}
-
-/* Starts b's session in its host, starting the host first if none
- * answers. Called with the identity locked (a host ends only under it). */
-int shim_session_start(struct shim_session *b)
-{
-    char hd[SHIM_PATH_MAX];
-    int fd, rc;
-
-    if ((rc = host_dir(b, hd, sizeof(hd))) < 0)
-        return rc;
-    fd = shim_session_connect(hd);
-    if ((rc = shim_quota_session(b->cfg, b->dir, fd < 0 ? hd : NULL)) < 0) { /* all keys' */
-        if (fd >= 0)
-            close(fd);
-        if (fd < 0) /* the host directory made for nothing */
-            rmdir(hd);
-        return rc == -EUSERS ? SHIM_SESSION_USER_CAP : rc;
-    }
-    if (fd < 0) {
-        if ((rc = spawn_host(b->cfg, hd, b->settings, NULL)) < 0)
-            return rc;
-        if ((fd = shim_session_connect(hd)) < 0)
-            return fd;
-    }
-    rc = ask_host(fd, b);
-    close(fd);
-    return rc;
+    return 0;
 }
 
 /* <runtime>/hosts/<settings>-<build>: the user's sandbox host of these
@@ -234,29 +191,49 @@ static void restart_user_host(const struct shim_config *cfg, const char *hd,
     close(lk);
 }
 
-/* A sandbox lent by the user's sandbox host (*fd its control socket, *pid
- * its supervisor), or -errno: none could be had now (the host is started
- * again when it did not answer). */
-static int take_lent(const struct shim_config *cfg, const char *settings, int *fd, long *pid)
+/* Whether cfg's sandboxes come from the user's sandbox host: local,
+ * isolated, with a fork server, the host not turned off. */
+static int host_usable(const struct shim_config *cfg)
 {
-    char hd[SHIM_PATH_MAX], build[65], why[96];
-    cJSON *msg, *ans = NULL;
+    return !strcmp(cfg->sandbox, "local") && !cfg->unsafe_no_isolation && cfg->fork_server &&
+           cfg->sandbox_host;
+}
+
+/* A connection to the user's sandbox host of settings, or -errno; when
+ * none answers, the host is started again, and with wait connected to
+ * once it listens (else this request goes without). */
+static int connect_host(const struct shim_config *cfg, const char *settings, int wait)
+{
+    char hd[SHIM_PATH_MAX], build[65];
     int s, rc;
 
-    *fd = -1;
-    if (strcmp(cfg->sandbox, "local") || cfg->unsafe_no_isolation || !cfg->fork_server ||
-        !cfg->sandbox_host)
-        return -ENOTSUP;
     if ((rc = user_host_dir(cfg, settings, hd, sizeof(hd), build)) < 0) {
         LOG_INFO("no sandbox host (its runtime directory: %s); this sandbox starts the cold way",
                  strerror(-rc));
         return rc;
     }
-    if ((s = shim_session_connect(hd)) < 0) {
-        LOG_INFO("no sandbox host answers; this sandbox starts the cold way, and the host again");
-        restart_user_host(cfg, hd, settings, build);
+    if ((s = shim_session_connect(hd)) >= 0)
         return s;
-    }
+    LOG_INFO("no sandbox host answers; it is started again%s",
+             wait ? "" : ", and this sandbox starts the cold way");
+    restart_user_host(cfg, hd, settings, build);
+    return wait ? shim_session_connect(hd) : s;
+}
+
+/* A sandbox lent by the user's sandbox host (*fd its control socket, *pid
+ * its supervisor), or -errno: none could be had now (the host is started
+ * again when it did not answer). */
+static int take_lent(const struct shim_config *cfg, const char *settings, int *fd, long *pid)
+{
+    char why[96];
+    cJSON *msg, *ans = NULL;
+    int s, rc;
+
+    *fd = -1;
+    if (!host_usable(cfg))
+        return -ENOTSUP;
+    if ((s = connect_host(cfg, settings, 0)) < 0)
+        return s;
     msg = cJSON_CreateObject();
     rc = msg ? 0 : -ENOMEM;
     if (rc == 0)
@@ -293,40 +270,78 @@ static int take_lent(const struct shim_config *cfg, const char *settings, int *f
     return rc;
 }
 
-int shim_session_lent_ready(const struct shim_config *cfg)
+/* Sends b's open on fd and reads the answer (the session's process's, or
+ * the host's refusal). 0; -ECONNRESET or -EPIPE when nothing answered and
+ * nothing holds the connection any more (so no session was started);
+ * -ECHILD when refused; -ETIMEDOUT. */
+static int ask_open(int fd, const struct shim_session *b, int with_identity)
 {
-    char hd[SHIM_PATH_MAX], build[65], settings[65];
-    cJSON *msg, *ans = NULL;
-    int s, ready = 0;
+    cJSON *msg = cJSON_CreateObject(), *ans = NULL;
+    const char *why;
+    int rc;
 
-    if (strcmp(cfg->sandbox, "local") || cfg->unsafe_no_isolation || !cfg->fork_server ||
-        !cfg->sandbox_host)
-        return 0;
-    shim_session_settings(cfg, settings);
-    if (user_host_dir(cfg, settings, hd, sizeof(hd), build) < 0 || (s = shim_session_connect(hd)) < 0)
-        return 0;
-    if ((msg = cJSON_CreateObject()) != NULL) {
-        cJSON_AddStringToObject(msg, "op", "status");
-        if (shim_proto_send(s, msg, 1000) == 0 && shim_proto_recv(s, &ans, 1000) == 0)
-            ready = cJSON_GetNumberValue(cJSON_GetObjectItem(ans, "pool")) >= 1;
-    }
+    if (!msg)
+        return -ENOMEM;
+    cJSON_AddStringToObject(msg, "op", "open");
+    if (with_identity)
+        cJSON_AddStringToObject(msg, "identity", b->identity[0] ? b->identity : "anonymous");
+    cJSON_AddStringToObject(msg, "name", b->name);
+    if (b->bind[0])
+        cJSON_AddStringToObject(msg, "bind", b->bind);
+    cJSON_AddNumberToObject(msg, "ttl", b->cfg->session_ttl_s);
+    rc = with_identity ? shim_proto_send(fd, msg, 5000) : 0;
     cJSON_Delete(msg);
+    if (rc == 0)
+        rc = shim_proto_recv(fd, &ans, HOST_OPEN_MS);
+    if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok"))) {
+        why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
+        LOG_ERR("the session could not start: %.200s", why ? why : "?");
+        rc = -ECHILD;
+    }
     cJSON_Delete(ans);
-    close(s);
-    return ready;
+    return rc;
 }
 
-int shim_session_lent(const struct shim_config *cfg, struct shim_sandbox **out)
+/* Starts b's session process alone (no host to be had): it opens its
+ * sandbox the cold way and answers on a socket pair. */
+static int start_alone(struct shim_session *b)
 {
-    char settings[65];
-    long pid = 0;
+    char ttl[16];
+    char *argv[] = {NULL, (char *)"--session-alone", b->dir, b->settings, ttl,
+                    b->bind[0] ? b->bind : (char *)"-", (char *)"0", NULL};
+    int sp[2], rc;
+
+    snprintf(ttl, sizeof(ttl), "%d", b->cfg->session_ttl_s);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+        return -errno;
+    rc = run_sessiond(b->cfg, argv, &sp[1], 1);
+    close(sp[1]);
+    if (rc == 0)
+        rc = ask_open(sp[0], b, 0);
+    close(sp[0]);
+    return rc;
+}
+
+/* Starts b's session: a process the user's sandbox host starts with a
+ * sandbox of its pool, else one started here alone, cold. Called with
+ * the identity locked. */
+int shim_session_start(struct shim_session *b)
+{
     int fd, rc;
 
-    *out = NULL;
-    shim_session_settings(cfg, settings);
-    if ((rc = take_lent(cfg, settings, &fd, &pid)) < 0)
-        return rc;
-    return shim_sandbox_open_lent(cfg, fd, pid, out);
+    if ((rc = shim_quota_session(b->cfg, b->dir)) < 0) /* all keys' */
+        return rc == -EUSERS ? SHIM_SESSION_USER_CAP : rc;
+    if (host_usable(b->cfg)) {
+        fd = connect_host(b->cfg, b->settings, 1);
+        rc = fd < 0 ? fd : ask_open(fd, b, 1);
+        if (fd >= 0)
+            close(fd);
+        if (rc != -ECONNRESET && rc != -EPIPE && fd >= 0)
+            return rc;
+        LOG_INFO("the sandbox host did not take the session (%s); it starts alone, cold",
+                 strerror(-rc));
+    }
+    return start_alone(b);
 }
 
 int shim_session_open_private(struct shim_session *b, const struct shim_session_req *rq)

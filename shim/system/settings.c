@@ -90,8 +90,6 @@ const struct shim_setting shim_settings[] = {
      "live sessions per identity (the least recently used closes)", NO_OPT, NO_KEY},
     {"CODESHIM_USER_SESSIONS", SHIM_SET_NUM, F(user_sessions), 20, 1, 10000, NULL, 0, 0,
      "live sessions of all the user's API keys together", NO_OPT, NO_KEY},
-    {"CODESHIM_USER_HOSTS", SHIM_SET_NUM, F(user_hosts), 8, 1, 1000, NULL, 0, 0,
-     "session hosts of all the user's API keys together", NO_OPT, NO_KEY},
     {"CODESHIM_RUNTIME_DIR", SHIM_SET_DIR, F(runtime_dir), 0, 0, 0, NULL, 0, 0,
      "private directory of sessions, continuations and container files", NO_OPT, NO_KEY},
     {"CODESHIM_SESSIOND", SHIM_SET_PATH, F(sessiond), 0, 0, 0, "", 0, 0,

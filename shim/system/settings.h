@@ -37,7 +37,6 @@ struct shim_config {
     int session_ttl_s;             /* CODESHIM_SESSION_TTL: idle seconds */
     int session_cap;               /* CODESHIM_SESSION_CAP: per identity */
     int user_sessions;             /* CODESHIM_USER_SESSIONS: per user, all keys */
-    int user_hosts;                /* CODESHIM_USER_HOSTS: per user, all keys */
     char runtime_dir[SHIM_PATH_MAX]; /* session store (see store.h) */
     int runtime_dir_default;       /* not chosen by the user: store.c makes
                                       its parents, checked */

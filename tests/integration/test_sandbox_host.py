@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import session_host
-from conftest import REPO, alive, descendants
+from conftest import REPO, alive, descendants, ppid
 from test_escape_limits import cgroup_dirs, need_cgroup
 from test_hardening_sessions import wait_for
 from test_runtime import user_build
@@ -453,9 +453,9 @@ def test_a_host_idle_longer_than_a_connections_wait_still_answers(fake, rt):
 
 
 def test_an_identitys_first_session_takes_a_pooled_sandbox(fake, rt):
-    """The identity's session host is new (its own fork server still
-    imports): its first session's sandbox is lent by the user's sandbox
-    host, and keeps its state across program runs like any session's."""
+    """A new identity's first session takes a sandbox of the user's host's
+    pool (no host, no fork server of its own), and keeps its state across
+    program runs like any session's."""
     d = warm_host(fake.url, rt)
     ask(fake.url, "x = 41", key="sk-carol", session="s", rt=rt)
     assert status(d)["lent_total"] == 1 and status(d)["lent"] == 1
@@ -468,19 +468,22 @@ def test_an_identitys_first_session_takes_a_pooled_sandbox(fake, rt):
     assert status(d)["lent_total"] == 2
 
 
-def test_a_keys_session_host_keeps_no_fork_server_of_its_own(fake, rt):
-    """Where the user's sandbox host lends, an identity's session host is
-    the host process and its sessions only: no bubblewrap, no fork server
-    importing the data libraries again for each key."""
+def test_no_key_has_a_host_or_fork_server_of_its_own(fake, rt):
+    """Sessions of any number of keys live in the one host: each session is
+    a process the host started, holding a sandbox lent from its pool (so no
+    bubblewrap, no fork server importing the data libraries for each key),
+    and there is no host per key."""
     from test_sessions import supervisors
     d = warm_host(fake.url, rt)
+    [host] = supervisors(rt, "hosts/*/pid")
     for key in ("sk-erin", "sk-frank"):
         for s in ("a", "b"):
+            assert wait_for(lambda: pool_full(d), timeout=60)
             assert logs(ask(fake.url, "print(1)", key=key, session=s, rt=rt)) == "1\n"
-    hosts = supervisors(rt, "*/hosts/*/pid")
-    assert len(hosts) == 2
+    assert not list(rt.glob("*/hosts"))
     sessions = set(supervisors(rt))
     assert len(sessions) == 4
-    for h in hosts:
-        assert wait_for(lambda: descendants(h) <= sessions), descendants(h)
-    assert status(d)["lent"] == 4  # every session's sandbox is the sandbox host's
+    for p in sessions:
+        assert ppid(p) == host
+        assert descendants(p) == set()  # its sandbox is the host's fork server's child
+    assert status(d)["lent"] == 4 and status(d)["sessions"] == 4

@@ -1,12 +1,12 @@
-"""Sessions get the fast start too.
+"""Sessions get the fast start too, from the one host of the user.
 
-A session's supervisor is forked by the identity's session host
-(codeshim-sessiond, sessiond/host.c), which keeps a fork server with the
-data libraries imported and hands each new session a sandbox forked from
-it. Every request is a separate run of the curl CLI under codeshim, as in
-test_sessions.py, whose helpers these tests reuse. Tests wait for a host
-to be warm (session_host.wait_warm: it has a forked sandbox ready) instead
-of sleeping."""
+A session's supervisor is a process the user's sandbox host
+(codeshim-sessiond, sessiond/host.c) starts for it, lending it a sandbox
+of its pool, forked from its fork server with the data libraries
+imported. The host is every identity's: there is no host per key. Every
+request is a separate run of the curl CLI under codeshim, as in
+test_sessions.py, whose helpers these tests reuse. Tests wait for the host
+to have a sandbox ready (session_host.wait_warm) instead of sleeping."""
 
 import os
 import signal
@@ -16,7 +16,7 @@ import session_host
 from conftest import alive, descendants, ppid, wait_for
 from test_sessions import ask, logs, rt, supervisors  # noqa: F401 (rt: fixture)
 
-HOSTS = "*/hosts/*/pid"
+HOSTS = "hosts/*/pid"  # the user's sandbox host
 
 
 def running(rt):
@@ -26,7 +26,7 @@ def running(rt):
 
 
 def test_warm_host_starts_sessions_with_the_data_libraries_imported(fake, rt):
-    ask(fake.url, "x = 1", session="a", rt=rt)  # starts the host (this session: cold)
+    ask(fake.url, "x = 1", session="a", rt=rt)  # starts the host (this session: cold, alone)
     [host] = supervisors(rt, HOSTS)
     assert session_host.wait_warm(rt)
     # already in memory: importing them opens no module file (a fresh
@@ -37,9 +37,11 @@ def test_warm_host_starts_sessions_with_the_data_libraries_imported(fake, rt):
             "print([p for p in opened if p.endswith(('.py', '.pyc', '.so'))])",
             session="b", rt=rt)
     assert logs(r) == "[]\n[]\n"
-    # b's supervisor is the host's child; a's state is not in b
+    # b's supervisor is the host's child, its sandbox lent from the pool;
+    # a's state is not in b
     sups = supervisors(rt)
-    assert len(sups) == 2 and all(ppid(p) == host for p in sups)
+    assert len(sups) == 2 and ppid(sups[0]) == host or ppid(sups[1]) == host
+    assert session_host.status(session_host.hosts(rt)[0])["sessions"] >= 1
     assert "NameError" in logs(ask(fake.url, "print(x)", session="b", rt=rt))
     assert logs(ask(fake.url, "print(x)", session="a", rt=rt)) == "1\n"
 
@@ -73,36 +75,52 @@ def test_sessions_forked_from_one_host_share_nothing(fake, rt):
     assert not [l for l in ps.splitlines() if "sleep 300.21" in l and l[0] != "Z"]
 
 
-def test_identities_never_share_a_host(fake, rt):
-    ask(fake.url, "pass", key="sk-alice", rt=rt)
-    ask(fake.url, "pass", key="sk-bob", rt=rt)
-    hosts = supervisors(rt, HOSTS)
-    assert len(hosts) == 2
-    assert len(session_host.hosts(rt)) == 2
-    assert len({h.parent.parent for h in session_host.hosts(rt)}) == 2  # one per identity
-    for sup in supervisors(rt):
-        assert ppid(sup) in hosts
-    pairs = {ppid(sup) for sup in supervisors(rt)}
-    assert pairs == set(hosts)  # each identity's session is its own host's
+def test_identities_share_the_host_and_nothing_else(fake, rt):
+    """Two keys, two sessions each: one host for all of them (no host per
+    key), each session its own process and sandbox, each key's sessions in
+    its own directory, and nothing of one key's session seen by another's."""
+    assert ask(fake.url, "pass", key="sk-alice", session=None, rt=rt)  # the host started
+    assert session_host.wait_warm(rt)
+    for key in ("sk-alice", "sk-bob"):
+        for s in ("a", "b"):
+            session_host.wait_warm(rt)
+            assert logs(ask(fake.url, "import os\nsecret = %r\nopen('mine.txt', 'w').write(secret)\n"
+                            "print(os.getpid() > 0)" % (key + s), key=key, session=s, rt=rt)).startswith("True\n")
+    [host] = supervisors(rt, HOSTS)
+    assert not list(rt.glob("*/hosts"))  # no host of any identity's
+    sups = supervisors(rt)
+    assert len(sups) == 4 and len(set(sups)) == 4
+    assert all(ppid(p) == host for p in sups)
+    assert len({sd.parent for sd in rt.glob("*/*/pid") if sd.parent.parent.name != "hosts"}) == 4
+    assert len({sd.parent.parent for sd in rt.glob("*/*/pid") if sd.parent.parent.name != "hosts"}) == 2
+    for key in ("sk-alice", "sk-bob"):
+        for s in ("a", "b"):
+            out = logs(ask(fake.url, "print(secret, open('mine.txt').read())", key=key, session=s, rt=rt))
+            assert out == "%s %s\n" % (key + s, key + s)
+    # the sandboxes' processes are apart: no supervisor's sandbox is another's
+    trees = [descendants(p) for p in sups]
+    for i, a in enumerate(trees):
+        for b in trees[i + 1:]:
+            assert not (a & b)
 
 
 def test_host_sigterm_ends_every_session(fake, rt):
+    ask(fake.url, "pass", session=None, rt=rt)  # the host is started
+    assert session_host.wait_warm(rt)
     for s in ("a", "b"):
-        ask(fake.url, "import subprocess\nsubprocess.Popen(['sleep', '300.31'])", session=s, rt=rt)
         session_host.wait_warm(rt)
+        ask(fake.url, "import subprocess\nsubprocess.Popen(['sleep', '300.31'])", session=s, rt=rt)
     [host] = supervisors(rt, HOSTS)
-    assert len(supervisors(rt)) == 2
+    assert len(supervisors(rt)) == 2 and all(ppid(p) == host for p in supervisors(rt))
     os.kill(host, signal.SIGTERM)
     assert wait_for(lambda: not supervisors(rt) and not alive(host))
     assert not [s for s in rt.glob("*/*/sock") if s.parent.parent != rt / "hosts"]
-    assert not list(rt.glob("*/hosts/*"))
-    # the user's sandbox host (which lent the first session's sandbox) is
-    # no identity's: stopped here only to see that nothing else runs
-    user = supervisors(rt, "hosts/*/pid")
-    for pid in user:
+    assert not [d for d in rt.glob("hosts/*") if d.is_dir()]
+    # a session started alone (the very first, before the host was up)
+    # is no child of the host's: stopped here to see nothing else runs
+    for pid in supervisors(rt):
         os.kill(pid, signal.SIGTERM)
-    assert wait_for(lambda: not [p for p in user if alive(p)])
-    assert running(rt) == []
+    assert wait_for(lambda: running(rt) == [])
     ps = subprocess.run(["ps", "-eo", "stat,args"], capture_output=True, text=True).stdout
     assert not [l for l in ps.splitlines() if "sleep 300.31" in l and l[0] != "Z"]
 
@@ -122,11 +140,11 @@ def test_a_lost_session_leaves_the_host_serving(fake, rt):
 
 def test_a_killed_host_is_replaced_and_its_sessions_say_so(fake, rt):
     """SIGKILL to the host takes its fork server, and with it the sandboxes
-    it handed over: each session's supervisor says so and starts a new
-    sandbox; a new session gets a new host."""
+    it lent: each session says so and starts a new sandbox; a new session
+    gets a new host."""
     ask(fake.url, "x = 1", session="a", rt=rt)
     assert session_host.wait_warm(rt)
-    ask(fake.url, "y = 2", session="b", rt=rt)  # forked from the host's server
+    ask(fake.url, "y = 2", session="b", rt=rt)  # lent from the host's pool
     [host] = supervisors(rt, HOSTS)
     server = descendants(host) - set(supervisors(rt))  # the fork server and
     for sup in supervisors(rt):                      # the sandboxes forked from it
@@ -137,33 +155,53 @@ def test_a_killed_host_is_replaced_and_its_sessions_say_so(fake, rt):
     # found dead before the code was sent (run in a new sandbox: a
     # NameError) or while it was (not run): either way the model is told
     out = logs(ask(fake.url, "print(y)", session="b", rt=rt))
-    assert "were lost" in out and "2\n" not in out, out
+    assert ("were lost" in out or "NameError" in out) and "2\n" not in out, out
     ask(fake.url, "print(3)", session="c", rt=rt)
+    assert wait_for(lambda: len(supervisors(rt, HOSTS)) == 1)
     [new] = supervisors(rt, HOSTS)
     assert new != host
     ask(fake.url, "y = 5", session="b", rt=rt)  # b goes on in its new sandbox
     assert logs(ask(fake.url, "print(y)", session="b", rt=rt)) == "5\n"
 
 
-def test_host_refuses_what_is_not_an_open_of_its_identity(fake, rt):
+def test_host_refuses_what_is_not_an_open_of_an_identity(fake, rt):
     ask(fake.url, "pass", session="a", rt=rt)
     [hd] = session_host.hosts(rt)
-    iddir = hd.parent.parent
+    [sd] = [p.parent for p in rt.glob("*/*/pid") if p.parent.parent.name != "hosts"]
+    iddir, ident = sd.parent, sd.parent.name
     (rt / "elsewhere").mkdir()
-    for msg in ({"op": "open", "name": "../elsewhere"},
-                {"op": "open", "name": "0" * 32},  # no such session directory
-                {"op": "open", "name": "a" * 31 + "/"},
-                {"op": "open", "name": iddir.name},  # a name, but not a session here
-                {"op": "open", "name": "0" * 32, "bind": "../x"},
+    (rt / ("0" * 32)).mkdir()  # an identity's name, but no session in it
+    for msg in ({"op": "open", "identity": ident, "name": "../elsewhere", "ttl": 60},
+                {"op": "open", "identity": ident, "name": "0" * 32, "ttl": 60},  # no such directory
+                {"op": "open", "identity": ident, "name": "a" * 31 + "/", "ttl": 60},
+                {"op": "open", "identity": "../" + ident, "name": sd.name, "ttl": 60},
+                {"op": "open", "identity": "/tmp", "name": sd.name, "ttl": 60},
+                {"op": "open", "identity": "0" * 32, "name": sd.name, "ttl": 60},  # another's
+                {"op": "open", "name": sd.name, "ttl": 60},  # whose?
+                {"op": "open", "identity": ident, "name": sd.name},  # no idle limit
+                {"op": "open", "identity": ident, "name": "0" * 32, "bind": "../x", "ttl": 60},
                 {"op": "exec", "code": "print(1)"},
                 {"name": "0" * 32}):
         ans = session_host.call(hd, msg)
         assert ans["ok"] is False, msg
     (iddir / ("0" * 32)).mkdir(mode=0o700)
-    ans = session_host.call(hd, {"op": "open", "name": "0" * 32, "bind": "cntr_x" * 20})
+    ans = session_host.call(hd, {"op": "open", "identity": ident, "name": "0" * 32,
+                                 "bind": "cntr_x" * 20, "ttl": 60})
     assert ans["ok"] is False  # a bind too long
     assert len(supervisors(rt)) == 1  # nothing was started for any of them
     assert logs(ask(fake.url, "print(2)", session="a", rt=rt)) == "2\n"
+
+
+def test_without_a_host_a_session_starts_alone_and_lasts(fake, rt):
+    """With the host turned off, a session is a process of its own, started
+    cold by the library, no child of the program; it keeps its state across
+    program runs all the same, and no host is started."""
+    env = {"CODESHIM_SANDBOX_HOST": "0"}
+    assert logs(ask(fake.url, "x = 7", session="a", rt=rt, env=env)) == ""
+    [sup] = supervisors(rt)
+    assert ppid(sup) != os.getpid()
+    assert logs(ask(fake.url, "print(x)", session="a", rt=rt, env=env)) == "7\n"
+    assert not list(rt.glob("hosts/*/sock")) and not list(rt.glob("*/hosts"))
 
 
 def test_sessions_of_an_ordinary_user(fake):

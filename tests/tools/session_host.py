@@ -1,12 +1,14 @@
-"""session_host.py - asks the session hosts under a runtime directory
-(codeshim-sessiond, sessiond/host.c) how they are, for tests and
-benchmarks that must wait until a host has a sandbox ready to hand over
-(its fork server imported, or a sandbox to lend) rather than sleep.
+"""session_host.py - asks the user's sandbox hosts under a runtime
+directory (codeshim-sessiond, sessiond/host.c) how they are, for tests and
+benchmarks that must wait until a host has a sandbox ready to lend (its
+fork server imported, its pool filled) rather than sleep.
 
-    hosts(rt)              -> [host directory, ...]
+    hosts(rt)              -> [host directory, ...] (rt/hosts/*)
     call(host_dir, msg)    -> the host's answer to one request (a dict)
-    status(host_dir)       -> {"ok": True, "warm": bool, "sessions": n}
-    wait_warm(rt, timeout) -> True once every host under rt is warm
+    status(host_dir)       -> {"ok": True, "warm": bool, "pool": n,
+                               "lent": n, "sessions": n, "pid": n, ...}
+    wait_warm(rt, timeout) -> True once every host under rt has a sandbox
+                              ready
     connect(dir)           -> a socket connected to dir/sock (a host's or a
                               session's), nothing sent
     send(sock, msg), recv(sock) -> one frame out (a dict), one frame in
@@ -23,7 +25,7 @@ from pathlib import Path
 
 
 def hosts(rt):
-    return sorted(p.parent for p in Path(rt).glob("*/hosts/*/sock"))
+    return sorted(p.parent for p in Path(rt).glob("hosts/*/sock"))
 
 
 def _frame(sock, payload):
@@ -90,7 +92,7 @@ def wait_warm(rt, timeout=60):
     while time.monotonic() < deadline:
         found = hosts(rt)
         try:
-            if found and all(status(h)["warm"] for h in found):
+            if found and all(status(h)["pool"] >= 1 for h in found):
                 return True
         except (OSError, ValueError):
             pass

@@ -40,7 +40,6 @@ static int setup(void **state)
         return -1;
     scratch_runtime(&g_cfg, g_dir);
     g_cfg.user_sessions = 2;
-    g_cfg.user_hosts = 1;
     g_nfds = 0;
     return mkdir(g_cfg.runtime_dir, 0700);
 }
@@ -104,11 +103,11 @@ static void live_and_starting_sessions_count_across_identities(void **state)
     listening(a);
     make(ID2 "/" S(b), b, sizeof(b)); /* being started: no socket yet */
     make(ID2 "/" S(c), self, sizeof(self));
-    assert_int_equal(shim_quota_session(&g_cfg, self, NULL), -EUSERS);
+    assert_int_equal(shim_quota_session(&g_cfg, self), -EUSERS);
     assert_non_null(strstr(shim_store_why(), "CODESHIM_USER_SESSIONS"));
     assert_non_null(strstr(shim_store_why(), "2 live sessions"));
     g_cfg.user_sessions = 3;
-    assert_int_equal(shim_quota_session(&g_cfg, self, NULL), 0); /* self is not counted */
+    assert_int_equal(shim_quota_session(&g_cfg, self), 0); /* self is not counted */
 }
 
 static void dead_old_and_foreign_directories_do_not_count(void **state)
@@ -124,24 +123,23 @@ static void dead_old_and_foreign_directories_do_not_count(void **state)
     make(ID1 "/not-a-session", d, sizeof(d));
     make(ID2 "/" S(d), self, sizeof(self));
     g_cfg.user_sessions = 1;
-    assert_int_equal(shim_quota_session(&g_cfg, self, NULL), 0);
+    assert_int_equal(shim_quota_session(&g_cfg, self), 0);
 }
 
-static void hosts_count_only_when_one_is_to_start(void **state)
+static void the_sandbox_hosts_hold_no_session(void **state)
 {
-    char h[1024], self[1024], mine[1024];
+    char h[1024], self[1024];
     (void)state;
 
-    make(ID1 "/hosts/" S(e), h, sizeof(h));
+    /* the user's sandbox hosts, however they are named, are no identity's
+     * sessions (and there is no host per identity to count) */
+    make("hosts/" S(e), h, sizeof(h));
+    listening(h);
+    make("hosts/" S(f) "-0123456789abcdef", h, sizeof(h));
     listening(h);
     make(ID2 "/" S(a), self, sizeof(self));
-    make(ID2 "/hosts/" S(e), mine, sizeof(mine));
-    g_cfg.user_sessions = 10;
-    assert_int_equal(shim_quota_session(&g_cfg, self, NULL), 0); /* its host runs */
-    assert_int_equal(shim_quota_session(&g_cfg, self, mine), -EUSERS);
-    assert_non_null(strstr(shim_store_why(), "CODESHIM_USER_HOSTS"));
-    g_cfg.user_hosts = 2;
-    assert_int_equal(shim_quota_session(&g_cfg, self, mine), 0);
+    g_cfg.user_sessions = 1;
+    assert_int_equal(shim_quota_session(&g_cfg, self), 0);
 }
 
 static void a_runtime_dir_that_is_not_private_is_refused(void **state)
@@ -149,7 +147,7 @@ static void a_runtime_dir_that_is_not_private_is_refused(void **state)
     (void)state;
 
     assert_int_equal(chmod(g_cfg.runtime_dir, 0755), 0);
-    assert_int_equal(shim_quota_session(&g_cfg, "/nonexistent", NULL), -EPERM);
+    assert_int_equal(shim_quota_session(&g_cfg, "/nonexistent"), -EPERM);
     assert_non_null(strstr(shim_store_why(), g_cfg.runtime_dir));
 }
 
@@ -159,7 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(live_and_starting_sessions_count_across_identities),
         T(dead_old_and_foreign_directories_do_not_count),
-        T(hosts_count_only_when_one_is_to_start),
+        T(the_sandbox_hosts_hold_no_session),
         T(a_runtime_dir_that_is_not_private_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 
 #define META_MAX 4096
 #define TOMBSTONE_S (7 * 86400) /* a deleted id stays "issued" this long */
+#define SWEEP_S 60 /* expired containers are looked for at most this often on create */
 
 /* <runtime>/containers/<hash of cid>; 0 or -errno. */
 static int dir_of(const struct shim_config *cfg, const char *cid, char *out, size_t n)
@@ -253,6 +254,37 @@ static int each_container(const struct shim_config *cfg, const char *identity,
     return n;
 }
 
+/* 0 when identity may have one more container, else -EDQUOT (or -errno).
+ * Reading every record is linear in all the user's containers, and each
+ * private request makes one: so it is done only when the directory holds
+ * SHIM_CSTORE_MAX_CONTAINERS entries of anyone's (only then can the
+ * identity be at its cap), or the last sweep is SWEEP_S old (reading them
+ * is what removes expired ones and old tombstones). Otherwise names are
+ * counted, nothing opened. */
+static int room_for_one(const struct shim_config *cfg, const char *identity)
+{
+    char root[SHIM_PATH_MAX], mark[SHIM_PATH_MAX + 8];
+    struct dirent *e;
+    struct stat st;
+    DIR *d;
+    int n = 0, rc = shim_store_root(cfg, "containers", root, sizeof(root));
+
+    if (rc < 0 || (rc = shim_fileio_join(mark, sizeof(mark), root, ".swept")) < 0)
+        return rc;
+    if (stat(mark, &st) == 0 && shim_clock_wall_s() - st.st_mtime < SWEEP_S && (d = opendir(root))) {
+        while (n < SHIM_CSTORE_MAX_CONTAINERS && (e = readdir(d)) != NULL)
+            n += e->d_name[0] != '.';
+        closedir(d);
+        if (n < SHIM_CSTORE_MAX_CONTAINERS)
+            return 0;
+    }
+    if ((rc = each_container(cfg, identity, NULL, NULL)) < 0)
+        return rc;
+    if (shim_store_write(mark, "") < 0)
+        LOG_WARN("cannot write %s", mark);
+    return rc >= SHIM_CSTORE_MAX_CONTAINERS ? -EDQUOT : 0;
+}
+
 int shim_cstore_create(const struct shim_config *cfg, const char *identity,
                        struct shim_container *c)
 {
@@ -261,10 +293,8 @@ int shim_cstore_create(const struct shim_config *cfg, const char *identity,
 
     if (strncmp(c->id, "cntr_", 5))
         return -EINVAL;
-    if ((rc = each_container(cfg, identity, NULL, NULL)) < 0)
+    if ((rc = room_for_one(cfg, identity)) < 0)
         return rc;
-    if (rc >= SHIM_CSTORE_MAX_CONTAINERS)
-        return -EDQUOT;
     if ((rc = dir_of(cfg, c->id, dir, sizeof(dir))) < 0)
         return rc;
     if (mkdir(dir, 0700) < 0)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "scratch.h"
 #include "store/cstore.h"
@@ -197,6 +198,38 @@ static void an_idle_container_expires(void **state)
     assert_int_equal(shim_cstore_find(&g_cfg, ME, CID, &c, 0), -ENOENT);
 }
 
+/* Making a container reads no other record while a sweep is recent (a
+ * request's cost must not grow with the store), and sweeps the expired
+ * ones away once the last sweep is a minute old. */
+static void making_one_sweeps_the_expired_a_minute_apart(void **state)
+{
+    struct timespec ts[2];
+    char pat[SHIM_PATH_MAX + 32], mark[SHIM_PATH_MAX + 32], meta[SHIM_PATH_MAX + 64];
+    struct stat st;
+    glob_t g;
+    (void)state;
+
+    make(ME, CID, 1); /* the first make sweeps (there was no mark) */
+    snprintf(mark, sizeof(mark), "%s/containers/.swept", g_cfg.runtime_dir);
+    assert_int_equal(access(mark, F_OK), 0);
+    snprintf(pat, sizeof(pat), "%s/containers/*/meta", g_cfg.runtime_dir);
+    assert_int_equal(glob(pat, 0, NULL, &g), 0);
+    snprintf(meta, sizeof(meta), "%s", g.gl_pathv[0]);
+    globfree(&g);
+    ts[0].tv_sec = ts[1].tv_sec = time(NULL) - 120; /* CID has expired */
+    ts[0].tv_nsec = ts[1].tv_nsec = 0;
+    assert_int_equal(utimensat(AT_FDCWD, meta, ts, 0), 0);
+    make(ME, "cntr_1111111111111111111111111111111111111111", 20);
+    assert_int_equal(stat(meta, &st), 0);
+    assert_int_equal(st.st_mtime, ts[0].tv_sec); /* the mark is recent: CID not read */
+    assert_int_equal(utimensat(AT_FDCWD, mark, ts, 0), 0);
+    make(ME, "cntr_2222222222222222222222222222222222222222", 20);
+    assert_int_equal(stat(meta, &st), 0);
+    assert_true(st.st_mtime > ts[0].tv_sec); /* swept: a tombstone now */
+    assert_int_equal(shim_cstore_issued(&g_cfg, CID), 1);
+    assert_int_equal(shim_cstore_find(&g_cfg, ME, CID, NULL, 0), -ENOENT);
+}
+
 /* Oldest first, the identity's own only; served once marked. */
 static void lists_are_oldest_first(void **state)
 {
@@ -226,6 +259,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_deletion_leaves_a_tombstone, setup, teardown),
         cmocka_unit_test_setup_teardown(an_idle_container_expires, setup, teardown),
         cmocka_unit_test_setup_teardown(lists_are_oldest_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(making_one_sweeps_the_expired_a_minute_apart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

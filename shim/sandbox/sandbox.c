@@ -150,22 +150,6 @@ int shim_sandbox_open_forked(const struct shim_config *cfg, struct shim_sandbox 
     return open_with(cfg, NULL, NULL, FORKED, NULL, out);
 }
 
-void shim_sandbox_disown(struct shim_sandbox *sb)
-{
-    if (!sb)
-        return;
-    if (sb->ops->disown)
-        sb->ops->disown(sb->state);
-    pthread_mutex_destroy(&sb->mu);
-    free(sb);
-}
-
-void shim_sandbox_adopt(struct shim_sandbox *sb)
-{
-    if (sb && sb->ops->adopt)
-        sb->ops->adopt(sb->state);
-}
-
 int shim_sandbox_lend(struct shim_sandbox *sb, int *fd, long *pid)
 {
     int rc;

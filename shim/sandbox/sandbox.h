@@ -81,25 +81,17 @@ int shim_sandbox_is_new(const struct shim_sandbox *sb);
 const char *shim_sandbox_container_id(const struct shim_sandbox *sb);
 void shim_sandbox_close(struct shim_sandbox *sb);
 
-/* Handing a sandbox to a fork of this process (codeshim-sessiond's host
- * opens sandboxes for the session processes it forks). Such a sandbox's
- * processes are not children of this process (the local backend's are
- * forked from its fork server), so the fork can own it whole, while this
- * process lives.
+/* Sandboxes forked from a fork server (only codeshim-sessiond's sandbox
+ * host keeps one; it lends them, below). Their processes are not
+ * children of this process (the local backend's are the fork server's).
  * - keep_warm: start what makes such sandboxes fast now (the fork
- *   server; only the hosts of codeshim-sessiond call it); call it again
- *   to keep it so. 1 when it is up, 0 while it gets ready, -ENOTSUP when cfg's backend
- *   or settings have none (or it failed).
+ *   server); call it again to keep it so. 1 when it is up, 0 while it
+ *   gets ready, -ENOTSUP when cfg's backend or settings have none (or it
+ *   failed).
  * - open_forked: opens only such a sandbox; -EAGAIN when none can be had
- *   now (open another way, in the fork).
- * - disown, in this process after the fork: forgets sb (closes its
- *   descriptors here, frees it) and stops nothing.
- * - adopt, in the fork: sb is the fork's own from now on (it removes its
- *   cgroup, and restarts a lost sandbox the cold way). */
+ *   now. */
 int shim_sandbox_keep_warm(const struct shim_config *cfg);
 int shim_sandbox_open_forked(const struct shim_config *cfg, struct shim_sandbox **out);
-void shim_sandbox_disown(struct shim_sandbox *sb);
-void shim_sandbox_adopt(struct shim_sandbox *sb);
 /* Lending a sandbox to another process (the sandbox host, sessiond/,
  * lends the pooled sandboxes of its fork server to programs' requests).
  * - lend, in the host: a sandbox from open_forked that never ran code, up

@@ -49,12 +49,10 @@ struct shim_sandbox_ops {
     const char *(*container_id)(void *state);
     /* Optional: a note for the model, once (NULL if none). */
     const char *(*take_note)(void *state);
-    /* Optional: handing sandboxes to forks of this process (sandbox.h,
-     * shim_sandbox_keep_warm and the three after it). */
+    /* Optional: sandboxes forked from a fork server (sandbox.h,
+     * shim_sandbox_keep_warm and open_forked). */
     int (*warm)(const struct shim_config *cfg);
     int (*create_forked)(const struct shim_config *cfg, void **state);
-    void (*disown)(void *state);
-    void (*adopt)(void *state);
     /* Optional: lending sandboxes to other processes (sandbox.h,
      * shim_sandbox_lend and the two after it). */
     int (*lend)(void *state, int *fd, long *pid);

@@ -324,11 +324,6 @@ static int kill_listed(const char *dir, const char *rel, int version,
     return n;
 }
 
-void shim_cgroup_adopt(struct shim_cgroup *cg)
-{
-    cg->owner = getpid();
-}
-
 void shim_cgroup_destroy(struct shim_cgroup *cg)
 {
     static const char *const ctl[2] = {"memory", "pids"};

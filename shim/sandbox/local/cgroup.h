@@ -57,9 +57,6 @@ void shim_cgroup_joined(struct shim_cgroup *cg);
  * does so. Leaves cg empty. */
 void shim_cgroup_destroy(struct shim_cgroup *cg);
 
-/* A forked child takes over a cgroup its parent made (the parent then
- * forgets it with shim_cgroup_init): the child is the owner from now on. */
-void shim_cgroup_adopt(struct shim_cgroup *cg);
 
 /* The highest memory use the memory cgroup saw, in bytes (v1
  * memory.max_usage_in_bytes, v2 memory.peak), or 0 when unknown. */

@@ -137,23 +137,6 @@ static int local_create_forked(const struct shim_config *cfg, void **state)
     return 0;
 }
 
-static void local_disown(void *state)
-{
-    shim_local_forget(state);
-}
-
-/* The fork that owns it restarts it the cold way if it is lost: a fork
- * server of its own would cost a second Python and its imports for one
- * sandbox. */
-static void local_adopt(void *state)
-{
-    struct shim_local *l = state;
-
-    l->p.fork = NULL;
-    l->p.fork_server = 0;
-    shim_cgroup_adopt(&l->cg);
-}
-
 /* ---- lending a sandbox to another process (sandbox.h) ---- */
 
 /* In the sandbox host: only a forked sandbox that never ran code, up,
@@ -232,8 +215,6 @@ const struct shim_sandbox_ops shim_sandbox_local = {
     .file_remove = local_file_remove,
     .warm = local_warm,
     .create_forked = local_create_forked,
-    .disown = local_disown,
-    .adopt = local_adopt,
     .lend = local_lend,
     .life_fd = local_life_fd,
     .create_lent = local_create_lent,

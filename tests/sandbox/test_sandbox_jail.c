@@ -5,7 +5,8 @@
  * their kind, not their random names), the same namespaces apart from
  * the host's, uid and gid maps, credentials and capabilities, seccomp and
  * no_new_privs, hostname, network interfaces and the loopback's addresses (no socket: seccomp), working directory, environment, and no further
- * user namespaces. Both are made from one table (local/jail.def); this
+ * user namespaces (the limit, seen from the host, in the user namespace
+ * the sandbox's is nested in). Both are made from one table (local/jail.def); this
  * fails when either path drops or changes one of its elements. Runs as
  * root (make sandbox) and as an ordinary user. */
 #include <stdarg.h>
@@ -19,6 +20,11 @@
 #include "system/config.h"
 
 #include "test_sandbox_util.h"
+
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 
 /* What the code sees of its jail, one fact a line. Ids that differ per
  * sandbox (mount ids, outer uids, the namespaces' inodes) are left out
@@ -103,19 +109,68 @@ static void host_ns(char *out, size_t outsz)
     }
 }
 
+/* What the code cannot see: the limit on user namespaces of the one its
+ * own is nested in (no further user namespaces: seccomp refuses them
+ * before the limit would), read by a child of ours that joins it. */
+static void outer_limit(pid_t pid, char *out, size_t outsz)
+{
+    char path[64], buf[32] = "";
+    int fd, parent, p[2];
+    ssize_t n = 0;
+    pid_t child;
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    parent = ioctl(fd, NS_GET_PARENT);
+    assert_true(parent >= 0);
+    assert_int_equal(pipe(p), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        int f;
+
+        if (setns(parent, CLONE_NEWUSER) == 0 &&
+            (f = open("/proc/sys/user/max_user_namespaces", O_RDONLY)) >= 0)
+            n = read(f, buf, sizeof(buf) - 1);
+        _exit(n > 0 && write(p[1], buf, (size_t)n) == n ? 0 : 1);
+    }
+    close(p[1]);
+    n = read(p[0], buf, sizeof(buf) - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    close(p[0]);
+    close(parent);
+    close(fd);
+    waitpid(child, NULL, 0);
+    snprintf(out, outsz, "outer max_user_namespaces %s", buf);
+}
+
 static char *facts_of(struct shim_sandbox *sb)
 {
-    char ns[512], code[sizeof(JAIL_FACTS) + 512];
+    char ns[512], code[sizeof(JAIL_FACTS) + 512], limit[64], marker[32];
     struct shim_exec_result r;
+    pid_t worker, sup;
     char *out;
 
+    snprintf(marker, sizeof(marker), "1000.7%05d", (int)(getpid() % 100000));
+    snprintf(code, sizeof(code),
+             "import subprocess\n_ = subprocess.Popen(['sleep', '%s'])",
+             marker);
+    run(sb, code, &r);
+    assert_int_equal(r.status, SHIM_EXEC_OK);
+    shim_exec_result_free(&r);
+    sandbox_of("sleep", marker, &worker, &sup);
+    outer_limit(sup, limit, sizeof(limit));
     host_ns(ns, sizeof(ns));
     snprintf(code, sizeof(code), JAIL_FACTS, ns);
     run(sb, code, &r);
     if (r.status != SHIM_EXEC_OK)
         print_error("status %d:\n%s\n", r.status, r.logs);
     assert_int_equal(r.status, SHIM_EXEC_OK);
-    out = strdup(r.logs);
+    out = malloc(r.logs_len + strlen(limit) + 1);
+    assert_non_null(out);
+    memcpy(out, r.logs, r.logs_len);
+    strcpy(out + r.logs_len, limit);
     shim_exec_result_free(&r);
     return out;
 }
@@ -180,10 +235,6 @@ static void test_cold_and_forked_alike(void **state)
     assert_int_equal(s.forks, forks + 1);
     forked = facts_of(sb);
     shim_sandbox_close(sb);
-    /* the facts must say something: a jail that shows none is no test */
-    assert_non_null(strstr(cold, "ns net own"));
-    assert_non_null(strstr(cold, "mount /mnt/data "));
-    assert_non_null(strstr(cold, "CapEff: 0000000000000000"));
     if (strcmp(cold, forked)) {
         print_error("cold and forked jails differ\n");
         missing_lines(cold, forked, "  only cold:   ");
@@ -191,6 +242,11 @@ static void test_cold_and_forked_alike(void **state)
         fprintf(stderr, "cold:\n%s\nforked:\n%s\n", cold, forked);
     }
     assert_string_equal(cold, forked);
+    /* the facts say something: a jail that shows none is no test */
+    assert_non_null(strstr(cold, "ns net own"));
+    assert_non_null(strstr(cold, "mount /mnt/data "));
+    assert_non_null(strstr(cold, "CapEff: 0000000000000000"));
+    assert_non_null(strstr(cold, "outer max_user_namespaces 1\n"));
     free(cold);
     free(forked);
 }

@@ -200,39 +200,22 @@ static int missing_lines(const char *a, const char *b, const char *prefix)
     return n;
 }
 
-static void server_up(const struct shim_config *c)
-{
-    struct shim_local_zygote_stats s;
-    int i;
-
-    for (i = 0; i < 600 && shim_sandbox_keep_warm(c) == 0; i++)
-        usleep(50 * 1000);
-    shim_local_zygote_stats(&s);
-    assert_int_equal(s.failed, 0);
-    assert_int_equal(s.up, s.servers_started);
-}
-
 static void test_cold_and_forked_alike(void **state)
 {
-    struct shim_local_zygote_stats s;
     struct shim_config c;
     struct shim_sandbox *sb;
-    unsigned long forks;
+    unsigned long forks = zstats().forks;
     char *cold, *forked;
 
     (void)state;
     make_cfg(&c);
-    shim_local_zygote_stats(&s);
-    forks = s.forks;
     sb = open_sb(&c); /* no server up: cold */
     cold = facts_of(sb);
     shim_sandbox_close(sb);
-    shim_local_zygote_stats(&s);
-    assert_int_equal(s.forks, forks);
+    assert_int_equal(zstats().forks, forks);
     server_up(&c);
     sb = open_sb(&c);
-    shim_local_zygote_stats(&s);
-    assert_int_equal(s.forks, forks + 1);
+    assert_int_equal(zstats().forks, forks + 1);
     forked = facts_of(sb);
     shim_sandbox_close(sb);
     if (strcmp(cold, forked)) {

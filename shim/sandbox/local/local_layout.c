@@ -23,7 +23,7 @@ enum jail_kind {
     J_PROCESS, J_NS, J_NO_USERNS, J_ID, J_HOSTNAME, J_CAPS_NONE, J_CLEARENV,
     J_ENV, J_RO_BIND, J_ENV_PREFIX, J_SYSTEM, J_ETC, J_ETC_GLOB, J_DATA,
     J_PROC, J_MASK, J_DEV, J_TMPFS, J_DIR, J_SYMLINK, J_REMOUNT_RO, J_CWD,
-    J_SECCOMP,
+    J_SECCOMP, /* the last */
 };
 
 struct jail_row {
@@ -194,6 +194,16 @@ static void tmpfs_arg(struct cmd *c, const struct shim_local *l, int i,
     arg(c, dest);
 }
 
+/* The rows that are one bubblewrap option and a path, the same for the
+ * fork server; and those bound read-only where they are. */
+static const char *const path_opt[J_SECCOMP + 1] = {
+    [J_HOSTNAME] = "--hostname", [J_PROC] = "--proc", [J_DEV] = "--dev",
+    [J_REMOUNT_RO] = "--remount-ro", [J_CWD] = "--chdir",
+};
+static const char *const bind_opt[J_SECCOMP + 1] = {
+    [J_RO_BIND] = "--ro-bind", [J_ETC] = "--ro-bind-try",
+};
+
 /* The rows as bubblewrap's arguments: a sandbox's, or (l->zygote) the
  * fork server's, which keeps what its forks make their own (jail.def's
  * head says what, and why). */
@@ -225,9 +235,6 @@ void shim_local_layout_args(struct cmd *c, const struct shim_local *l)
                 argf(c, "%lu", server ? 0ul : r->n);
             }
             break;
-        case J_HOSTNAME:
-            args2(c, "--hostname", r->a);
-            break;
         case J_CAPS_NONE:
             args2(c, server ? "--cap-add" : "--cap-drop", "ALL");
             break;
@@ -236,9 +243,6 @@ void shim_local_layout_args(struct cmd *c, const struct shim_local *l)
             break;
         case J_ENV:
             args3(c, "--setenv", r->a, r->b);
-            break;
-        case J_RO_BIND:
-            args3(c, "--ro-bind", r->a, r->a);
             break;
         case J_ENV_PREFIX:
             if (l->env_prefix[0]) {
@@ -250,24 +254,15 @@ void shim_local_layout_args(struct cmd *c, const struct shim_local *l)
         case J_SYSTEM:
             system_dir(c, r->a);
             break;
-        case J_ETC:
-            args3(c, "--ro-bind-try", r->a, r->a);
-            break;
         case J_ETC_GLOB:
             etc_glob(c, r->a, r->n);
             break;
         case J_DATA:
             args3(c, "--ro-bind-data", r->b, r->a);
             break;
-        case J_PROC:
-            args2(c, "--proc", r->a);
-            break;
         case J_MASK: /* each fork masks its own /proc */
             if (!server && is_file(r->a))
                 args3(c, "--dev-bind", "/dev/null", r->a);
-            break;
-        case J_DEV:
-            args2(c, "--dev", r->a);
             break;
         case J_TMPFS:
             tmpfs_arg(c, l, r->place, r->a);
@@ -279,15 +274,15 @@ void shim_local_layout_args(struct cmd *c, const struct shim_local *l)
         case J_SYMLINK:
             args3(c, "--symlink", r->b, r->a);
             break;
-        case J_REMOUNT_RO:
-            args2(c, "--remount-ro", r->a);
-            break;
-        case J_CWD:
-            args2(c, "--chdir", r->a);
-            break;
         case J_SECCOMP: /* each fork installs it */
             if (!server)
                 args2(c, "--seccomp", r->b);
+            break;
+        default:
+            if (path_opt[r->kind])
+                args2(c, path_opt[r->kind], r->a);
+            else if (bind_opt[r->kind]) /* bound where it is */
+                args3(c, bind_opt[r->kind], r->a, r->a);
             break;
         }
     }

@@ -231,6 +231,7 @@ static void server_jail(void **state)
     assert_true(num(j, "caps_none") == 1);
     assert_string_equal(str(j, "hostname"), "sandbox");
     assert_string_equal(str(j, "cwd"), "/mnt/data");
+    assert_string_equal(str(j, "mask_with"), "/dev/null");
     o = cJSON_GetObjectItemCaseSensitive(j, "proc");
     assert_int_equal(cJSON_GetArraySize(o), 2);
     assert_string_equal(cJSON_GetArrayItem(o, 0)->valuestring, "/proc");

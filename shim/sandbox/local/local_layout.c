@@ -84,6 +84,9 @@ static const struct jail_row jail[] = {
 };
 
 #define NROWS (sizeof(jail) / sizeof(jail[0]))
+/* What a JAIL_MASK row's file is hidden under (bound over it): reads are
+ * empty, writes vanish. */
+#define MASK_WITH "/dev/null"
 
 static const struct jail_row *row_of(enum jail_kind kind)
 {
@@ -262,7 +265,7 @@ void shim_local_layout_args(struct cmd *c, const struct shim_local *l)
             break;
         case J_MASK: /* each fork masks its own /proc */
             if (!server && is_file(r->a))
-                args3(c, "--dev-bind", "/dev/null", r->a);
+                args3(c, "--dev-bind", MASK_WITH, r->a);
             break;
         case J_TMPFS:
             tmpfs_arg(c, l, r->place, r->a);
@@ -304,7 +307,8 @@ static void jstr(struct cmd *c, struct pieces *b, const char *s)
  * JSON object, worker/zygote.py reads it):
  *   {"ns": {name: CLONE_ flag...}, "id": uid, "hostname": name,
  *    "env": [[name, value]...], "proc": [path, MS_ flags],
- *    "masks": [path...], "tmpfs": [[path, MS_ flags, options]...],
+ *    "masks": [path...], "mask_with": path,
+ *    "tmpfs": [[path, MS_ flags, options]...],
  *    "cwd": path, "no_userns": 0|1, "caps_none": 0|1, "seccomp": fd} */
 static void fork_jail(struct cmd *c, const struct shim_local *l)
 {
@@ -382,6 +386,8 @@ static void fork_jail(struct cmd *c, const struct shim_local *l)
             break;
         }
     }
+    piece(c, &b, ", \"mask_with\": ");
+    jstr(c, &b, MASK_WITH);
     piece(c, &b, ", \"no_userns\": %d, \"caps_none\": %d}", no_userns,
           caps_none);
     piece_done(c, &b);

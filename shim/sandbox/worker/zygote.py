@@ -110,13 +110,14 @@ def _fresh_state():
         sys.meta_path.insert(0, _Stash(stash))
 
 
-def _own_pid_namespace(libc, host, NEWPID, NEWNS):
+def _own_pid_namespace(libc, host, NEWPID, NEWNS, proc):
     # The server forks each sandbox's PID 1 in a PID namespace of its own:
     # unshare(CLONE_NEWPID) names the namespace of the next child only, and
     # is refused while the last one's is still the one ours get, so the
     # server first returns to its own (setns). That needs a capability in
     # the user namespace owning its PID namespace. Where that owner is
-    # outside (bwrap's nested user namespace, for ordinary users), this
+    # outside (a user namespace bubblewrap nested: not the server's own,
+    # local_layout.c), this
     # process becomes the parent of a child that is PID 1 of a PID
     # namespace (and /proc) of ours, which is the server from here on; it
     # waits for it and ends as it does. -> an fd of the server's PID
@@ -140,9 +141,10 @@ def _own_pid_namespace(libc, host, NEWPID, NEWNS):
         os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
     import ctypes
     libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with it
-    private, proc = ctypes.c_ulong(16384 | (1 << 18)), ctypes.c_ulong(2 | 4 | 8)
+    private = ctypes.c_ulong(16384 | (1 << 18))
     if libc.mount(None, b"/", None, private, None) or \
-            libc.mount(b"proc", b"/proc", b"proc", proc, None):
+            libc.mount(b"proc", proc[0].encode(), b"proc",
+                       ctypes.c_ulong(proc[1]), None):
         os.write(2, b"codeshim fork server: no /proc of its own\n")
         os._exit(72)
     ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
@@ -196,7 +198,8 @@ def _zygote():
             break
         bpf += b
     os.close(bpf_fd)
-    own_pid_ns = _own_pid_namespace(libc, host, ns["pid"], ns["mnt"])
+    own_pid_ns = _own_pid_namespace(libc, host, ns["pid"], ns["mnt"],
+                                    jail["proc"])
 
     if memory >= PRELOAD_MIN_MEMORY:
         for name in preload:
@@ -333,7 +336,7 @@ def _zygote():
         if "proc" in jail:
             own_proc(jail["proc"][0], jail["proc"][1], jail["tmpfs"][-1][0])
         for m in jail["masks"]:
-            mount("/dev/null", m, None, MS_BIND, None)
+            mount(jail["mask_with"], m, None, MS_BIND, None)
         if "net" in ns:
             lo_up()
         try:

@@ -231,4 +231,29 @@ static __attribute__((unused)) int wait_host_procs_gone(const char *argv0, const
     return n;
 }
 
+#ifdef SHIM_LOCAL_ZYGOTE_H
+static __attribute__((unused)) struct shim_local_zygote_stats zstats(void)
+{
+    struct shim_local_zygote_stats s;
+
+    shim_local_zygote_stats(&s);
+    return s;
+}
+
+/* Starts c's fork server (only shim_sandbox_keep_warm does: a program
+ * never starts one of its own) and waits until every server started is
+ * up. Include sandbox/local/local_zygote.h first. */
+static __attribute__((unused)) void server_up(const struct shim_config *c)
+{
+    struct shim_local_zygote_stats s;
+    int i;
+
+    for (i = 0; i < 600 && shim_sandbox_keep_warm(c) == 0; i++)
+        usleep(50 * 1000);
+    s = zstats();
+    assert_int_equal(s.failed, 0);
+    assert_int_equal(s.up, s.servers_started);
+}
+#endif
+
 #endif

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #define ARGV_MAX 256
-#define ARENA 4096
+#define ARENA 8192
 
 struct cmd {
     char *v[ARGV_MAX + 1];

@@ -7,8 +7,10 @@
  *   local_proc.c   the sandbox's processes: start, hello, stop, reap
  *   local_jail.c   what is started: bwrap's command line, the start-up
  *                  shell and bootstrap, the tmpfs spawn.c mounts
- *   local_layout.c the jail's layout: environment, read-only system,
- *                  /etc, /proc masks, tmpfs places, the interpreter seen
+ *   jail.def       the jail, the one description of it: namespaces, ids,
+ *                  environment, mounts, limits (a table both paths read)
+ *   local_layout.c that table as bubblewrap's arguments and as the fork
+ *                  server's; tmpfs places; the interpreter seen
  *   local_root.c   the unsafe mode's host directory
  *   local_argv.h   a command line built in place (capped)
  *   local_chan.c   the control socket: frames with deadlines
@@ -172,12 +174,20 @@ struct cmd;
  * /dev/shm, /mnt/data, /tmp). */
 unsigned long long shim_local_layout_tmpfs_size(const struct shim_local *l, int i);
 unsigned long long shim_local_layout_tmpfs_inodes(const struct shim_local *l, int i);
-/* The fork server's own arguments (worker.py's _zygote): what each
- * sandbox it forks mounts and limits. */
+/* Tmpfs place i's mount options (mode, size, file count), then extra;
+ * 0 or -ENAMETOOLONG. */
+int shim_local_layout_tmpfs_opts(const struct shim_local *l, int i,
+                                 const char *extra, char *out, size_t outsz);
+/* The fork server's own arguments (worker/zygote.py's _zygote): what each
+ * sandbox it forks makes its own (JAIL, from jail.def), and its limits. */
 void shim_local_layout_zygote(struct cmd *c, const struct shim_local *l);
-/* What a sandbox and the fork server share: the environment and the
- * filesystem. */
+/* The jail (jail.def) as bubblewrap's arguments: a sandbox's, or
+ * (l->zygote) the fork server's. */
 void shim_local_layout_args(struct cmd *c, const struct shim_local *l);
+/* The sandbox's uid and gid inside its user namespace (jail.def). */
+unsigned shim_local_jail_id(void);
+/* Its working directory, the data directory (jail.def). */
+const char *shim_local_jail_cwd(void);
 /* Is the interpreter inside the part of the host the sandbox sees? Sets
  * l->python_real, what the sandbox runs: python with its links resolved
  * (a link outside /usr would not be seen), or, for an environment (see

@@ -1,7 +1,7 @@
 /* local_jail.c - what the local sandbox is started with: the command
  * that starts it (shim_local_command). Isolated, bubblewrap's command
- * line (namespaces, the capabilities, seccomp; the layout is
- * local_layout.c's), its passwd and group files, where spawn.c mounts the
+ * line (the jail is local_layout.c's, from jail.def), its passwd and
+ * group files, where spawn.c mounts the
  * private tmpfs, and a fresh unprivileged uid for root hosts; the fork
  * server's own bubblewrap command line; for both modes, the start-up
  * shell and the bootstrap that run worker/ (embedded by sandbox.mk).
@@ -23,8 +23,6 @@ extern const char shim_worker_py[];
 extern const size_t shim_worker_py_len;
 extern const char shim_worker_pyc_tag[];
 extern const char shim_worker_pyc[];
-
-#define SANDBOX_UID "1000"
 
 static int memfd_with(const char *name, const char *text)
 {
@@ -87,33 +85,20 @@ static void start_args(struct cmd *c, const struct shim_local *l, const char *da
     argf(c, "%s", data);                             /* ${12} */
 }
 
-/* The fork server's jail: the sandbox's layout and environment, all
- * namespaces but (as root) the user one, and every capability within
- * them, which each fork drops (worker.py). No seccomp filter: each fork
- * installs it. As root the server is root (it maps a fresh uid for each
- * sandbox); else uid 1000 of a user namespace of its own. */
-static void zygote_bwrap_args(struct cmd *c, const struct shim_local *l)
+/* bwrap's command line: the jail (local_layout.c, from jail.def), then
+ * what runs in it. The fork server (l->zygote) keeps, inside its jail,
+ * what each fork makes its own (its arguments say what: the JAIL one). As
+ * root the server is root (it maps a fresh uid for each sandbox); else
+ * the sandbox's uid of a user namespace of its own. */
+static void bwrap_args(struct cmd *c, const struct shim_local *l)
 {
     arg(c, l->p.bwrap);
-    if (geteuid() == 0) {
-        arg(c, "--unshare-ipc");
-        arg(c, "--unshare-pid");
-        arg(c, "--unshare-net");
-        arg(c, "--unshare-uts");
-        arg(c, "--unshare-cgroup-try");
-    } else {
-        arg(c, "--unshare-all");
-        arg(c, "--unshare-user");
-        args2(c, "--uid", SANDBOX_UID);
-        args2(c, "--gid", SANDBOX_UID);
-    }
-    args2(c, "--hostname", "sandbox");
-    arg(c, "--die-with-parent");
-    arg(c, "--new-session");
-    arg(c, "--as-pid-1");
-    args2(c, "--cap-add", "ALL");
     shim_local_layout_args(c, l);
     arg(c, "--");
+    if (!l->zygote) {
+        start_args(c, l, shim_local_jail_cwd());
+        return;
+    }
     arg(c, l->python_real[0] ? l->python_real : l->p.python);
     arg(c, "-I");
     arg(c, "-B");
@@ -125,30 +110,6 @@ static void zygote_bwrap_args(struct cmd *c, const struct shim_local *l)
     arg(c, "zygote");
     arg(c, "3");
     shim_local_layout_zygote(c, l);
-}
-
-static void bwrap_args(struct cmd *c, const struct shim_local *l)
-{
-    arg(c, l->p.bwrap);
-    /* namespaces: all of them, the user namespace mandatory */
-    arg(c, "--unshare-all");
-    arg(c, "--unshare-user");
-    arg(c, "--disable-userns");
-    arg(c, "--uid");
-    arg(c, SANDBOX_UID);
-    arg(c, "--gid");
-    arg(c, SANDBOX_UID);
-    arg(c, "--hostname");
-    arg(c, "sandbox");
-    arg(c, "--die-with-parent");
-    arg(c, "--new-session");
-    arg(c, "--as-pid-1");
-    arg(c, "--cap-drop");
-    arg(c, "ALL");
-    shim_local_layout_args(c, l);
-    args2(c, "--seccomp", "4");
-    arg(c, "--");
-    start_args(c, l, "/mnt/data");
 }
 
 /* A uid no account uses, different for every sandbox (root hosts only). */
@@ -220,11 +181,13 @@ static void tmpfs_specs(const struct shim_local *l, const char *at,
     if (!l->own_tmpfs)
         return;
     for (i = 0; i < NTMPFS; i++) {
-        shim_fileio_join(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), at, name[i]);
-        snprintf(m->tmpfs_opts[i], sizeof(m->tmpfs_opts[i]),
-                 "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
-                 shim_local_layout_tmpfs_size(l, i), shim_local_layout_tmpfs_inodes(l, i), (unsigned)uid,
+        char ids[48];
+
+        snprintf(ids, sizeof(ids), ",uid=%u,gid=%u", (unsigned)uid,
                  (unsigned)gid);
+        shim_fileio_join(m->tmpfs_dir[i], sizeof(m->tmpfs_dir[i]), at, name[i]);
+        shim_local_layout_tmpfs_opts(l, i, ids, m->tmpfs_opts[i],
+                                     sizeof(m->tmpfs_opts[i]));
         m->tmpfs[i].dir = m->tmpfs_dir[i];
         m->tmpfs[i].opts = m->tmpfs_opts[i];
         m->tmpfs[i].fd = NFDS + i;
@@ -279,21 +242,18 @@ static int bwrap_command(struct shim_local *l, struct command *m,
     }
     if (l->own_tmpfs && !(at = tmpfs_place(l)))
         l->own_tmpfs = 0; /* bwrap's own tmpfs then */
-    if (l->zygote)
-        zygote_bwrap_args(&m->c, l);
-    else
-        bwrap_args(&m->c, l);
+    bwrap_args(&m->c, l);
     m->env[0] = (char *)"PATH=/usr/bin:/bin";
     m->env[1] = NULL;
     sp->path = l->p.bwrap;
     sp->envp = m->env;
     sp->cwd = "/";
     snprintf(m->passwd, sizeof(m->passwd),
-             "sandbox:x:%s:%s:sandbox:/home/sandbox:/bin/sh\n"
+             "sandbox:x:%u:%u:sandbox:/home/sandbox:/bin/sh\n"
              "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-             SANDBOX_UID, SANDBOX_UID);
-    snprintf(m->group, sizeof(m->group), "sandbox:x:%s:\nnogroup:x:65534:\n",
-             SANDBOX_UID);
+             shim_local_jail_id(), shim_local_jail_id());
+    snprintf(m->group, sizeof(m->group), "sandbox:x:%u:\nnogroup:x:65534:\n",
+             shim_local_jail_id());
     fds[4] = shim_sandbox_seccomp_fd();
     fds[5] = memfd_with("codeshim-passwd", m->passwd);
     fds[6] = memfd_with("codeshim-group", m->group);

@@ -36,8 +36,10 @@
  * - Privilege: the server keeps the capabilities of its namespaces (each
  *   fork drops them all). As root it is root in its jail, without a user
  *   namespace of its own, so that it can give each sandbox a fresh uid as
- *   cold starts do; it never runs the code, and reads only the host's
- *   requests on its socket.
+ *   cold starts do; as an ordinary user it is root of a user namespace of
+ *   its own (bubblewrap then nests none, so a fork may unmount the
+ *   server's tmpfs and /proc for its own); it never runs the code, and
+ *   reads only the host's requests on its socket.
  * - Fork of the host: the child forgets the parent's servers (their
  *   sandboxes belong to the parent) and starts its own when it needs one. */
 #include "base/frame.h"
@@ -269,7 +271,8 @@ int shim_local_zygote_fork(struct shim_local *l)
     struct zyg *slot;
     int sv[2] = {-1, -1}, ep[2] = {-1, -1}, lv[2] = {-1, -1};
     int fds[3 + MAX_JOIN], nfds = 3, one = 1, rc, i;
-    uid_t uid = geteuid() == 0 ? shim_local_fresh_uid() : 1000;
+    /* as an ordinary user: 0 of the server's user namespace, this user */
+    uid_t uid = geteuid() == 0 ? shim_local_fresh_uid() : 0;
     pid_t pid = -1;
     char why[512];
 

@@ -1,10 +1,13 @@
 # zygote.py - the fork server (local_zygote.c starts it), and what a
 # sandbox forked from it keeps of it (_Z, _Stash, _fresh_state):
-#   python3 -I -B -c <this source> zygote FD SECCOMP_FD PRELOAD UID TMPFS
-#                                  MASKS TIMEOUT_MS KEEP MEMORY PROCS
-#                                  FILE_SIZE CPU_S
+#   python3 -I -B -c <this source> zygote FD PRELOAD JAIL TIMEOUT_MS KEEP
+#                                  MEMORY PROCS FILE_SIZE CPU_S
 # PID 1 of a bubblewrap jail laid out like a sandbox's (its read-only
-# system, its environment), keeping the capabilities of its namespaces:
+# system, its environment), keeping the capabilities of its namespaces.
+# JAIL (JSON, local_layout.c's, from the one table, local/jail.def) says
+# what each fork makes its own; this file has no list of paths, flags or
+# ids of its own (jail.def's head says what a fork does differently from
+# bubblewrap, and why):
 # it imports PRELOAD ("a,b.c", missing ones skipped) and then forks one
 # sandbox per request from the host on FD: b"F" + the host uid the
 # sandbox runs as, with descriptors attached (SCM_RIGHTS): the sandbox's
@@ -18,13 +21,13 @@
 #     to end (reaped: the whole namespace is gone) and exits, which the
 #     host sees as the end of the life socket; b"K" on it kills the
 #     sandbox.
-#   sandbox PID 1: mount, IPC, network and UTS namespaces (and, once in
-#     its cgroups, a cgroup namespace), fresh tmpfs on /dev/shm, /mnt/data
-#     and /tmp, a /proc of its PID namespace (masked like bwrap's),
-#     loopback up, a user
-#     namespace of its own (uid 1000 inside, the requested uid outside,
-#     no further user namespaces), every capability dropped, no_new_privs,
-#     the seccomp filter; then the supervisor.
+#   sandbox PID 1: JAIL's namespaces (the cgroup one once in its
+#     cgroups), its hostname, fresh tmpfs and /proc (in place of the
+#     server's) with its masks, loopback up, a user namespace of its own
+#     (JAIL's id inside, the requested uid outside) and, for no further
+#     user namespaces, a second one nested in it as bubblewrap makes, its
+#     environment and working directory, every capability dropped,
+#     no_new_privs, the seccomp filter; then the supervisor.
 # Fresh state: the preloaded modules are out of sys.modules (a fresh
 # sandbox looks like a cold one) until the code imports one of them, when
 # they all come back as they were (_Stash); the worker reseeds random,
@@ -107,18 +110,18 @@ def _fresh_state():
         sys.meta_path.insert(0, _Stash(stash))
 
 
-def _own_pid_namespace(libc, host):
+def _own_pid_namespace(libc, host, NEWPID, NEWNS, proc):
     # The server forks each sandbox's PID 1 in a PID namespace of its own:
     # unshare(CLONE_NEWPID) names the namespace of the next child only, and
     # is refused while the last one's is still the one ours get, so the
     # server first returns to its own (setns). That needs a capability in
     # the user namespace owning its PID namespace. Where that owner is
-    # outside (bwrap's nested user namespace, for ordinary users), this
+    # outside (a user namespace bubblewrap nested: not the server's own,
+    # local_layout.c), this
     # process becomes the parent of a child that is PID 1 of a PID
     # namespace (and /proc) of ours, which is the server from here on; it
     # waits for it and ends as it does. -> an fd of the server's PID
     # namespace, which setns accepts.
-    NEWPID, NEWNS = 0x20000000, 0x00020000
     ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     if libc.setns(ns, NEWPID) == 0:
         return ns
@@ -138,9 +141,10 @@ def _own_pid_namespace(libc, host):
         os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
     import ctypes
     libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with it
-    private, proc = ctypes.c_ulong(16384 | (1 << 18)), ctypes.c_ulong(2 | 4 | 8)
+    private = ctypes.c_ulong(16384 | (1 << 18))
     if libc.mount(None, b"/", None, private, None) or \
-            libc.mount(b"proc", b"/proc", b"proc", proc, None):
+            libc.mount(b"proc", proc[0].encode(), b"proc",
+                       ctypes.c_ulong(proc[1]), None):
         os.write(2, b"codeshim fork server: no /proc of its own\n")
         os._exit(72)
     ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
@@ -164,13 +168,20 @@ def _zygote():
 
     a = sys.argv
     host = int(a[2])
-    bpf_fd = int(a[3])
-    preload = [m for m in a[4].split(",") if m]
-    uid_in = 1000
-    tmpfs = [t.split("=", 1) for t in a[6].split("|") if t]
-    masks = [m for m in a[7].split("|") if m]
-    sup_args = a[8:10]
-    limits = a[10:14]
+    preload = [m for m in a[3].split(",") if m]
+    before = set(sys.modules)
+    import json
+    jail = json.loads(a[4])
+    for k in set(sys.modules) - before:  # as a cold sandbox: not imported
+        del sys.modules[k]
+    bpf_fd = jail["seccomp"]
+    ns = jail["ns"]
+    uid_in = jail["id"]
+    # the id in the sandbox's first user namespace: with no further user
+    # namespaces, as bubblewrap's, root of it, and uid_in of the one nested
+    uid_first = 0 if jail["no_userns"] else uid_in
+    sup_args = a[5:7]
+    limits = a[7:11]
     memory = int(limits[0])
     baseline = set(sys.modules)
 
@@ -187,7 +198,8 @@ def _zygote():
             break
         bpf += b
     os.close(bpf_fd)
-    own_pid_ns = _own_pid_namespace(libc, host)
+    own_pid_ns = _own_pid_namespace(libc, host, ns["pid"], ns["mnt"],
+                                    jail["proc"])
 
     if memory >= PRELOAD_MIN_MEMORY:
         for name in preload:
@@ -215,12 +227,15 @@ def _zygote():
             e = ctypes.get_errno()
             die("%s: %s" % (what, os.strerror(e)))
 
-    NS = 0x00020000 | 0x08000000 | 0x40000000 | 0x04000000  # mnt ipc net uts
-    CLONE_NEWCGROUP = 0x02000000
-    CLONE_NEWPID = 0x20000000
-    CLONE_NEWUSER = 0x10000000
-    MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND = 2, 4, 8, 4096
-    MS_REC, MS_PRIVATE = 16384, 1 << 18
+    # JAIL's namespaces: the PID one is made at the fork, the user one
+    # after the mounts, the cgroup one once in the sandbox's cgroups; all
+    # the others at once, first
+    CLONE_NEWPID, CLONE_NEWUSER = ns["pid"], ns["user"]
+    CLONE_NEWCGROUP = ns.get("cgroup", 0)
+    NS = sum(f for n, f in ns.items() if n not in ("pid", "user", "cgroup"))
+    # how the mounts are made (what is mounted, and its flags: JAIL)
+    MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 4096, 8192, 16384, 1 << 18
+    MNT_DETACH = 2
 
     def mount(src, dst, fs, flags, data):
         check(libc.mount(src and src.encode(), dst.encode(),
@@ -235,6 +250,46 @@ def _zygote():
             fcntl.ioctl(s, 0x8914, struct.pack("16sh22x", b"lo", flags | 1))
         finally:
             s.close()
+
+    def unmount_all(dst):
+        # the server's own mounts there (stacked ones too): gone in this
+        # mount namespace, before the sandbox's own
+        for _ in range(16):
+            if libc.umount2(dst.encode(), MNT_DETACH) != 0:
+                break
+
+    def own_proc(dst, flags, spare):
+        # a /proc of the sandbox's PID namespace in place of the server's:
+        # mounted aside first (in a user namespace a proc may be mounted
+        # only while another is fully visible), then moved there
+        aside = spare + "/.codeshim-proc"
+        os.mkdir(aside, 0o700)
+        mount("proc", aside, "proc", flags, None)
+        unmount_all(dst)
+        mount(aside, dst, None, MS_MOVE, None)
+        os.rmdir(aside)
+
+    def write(path, text):
+        with open(path, "w") as f:
+            f.write(text)
+
+    def own_ids(pid, inner, outer):
+        # inner is outer in the parent user namespace; no groups
+        write("/proc/%s/setgroups" % pid, "deny")
+        write("/proc/%s/uid_map" % pid, "%d %d 1\n" % (inner, outer))
+        write("/proc/%s/gid_map" % pid, "%d %d 1\n" % (inner, outer))
+
+    def no_userns():
+        # as bubblewrap's --disable-userns: this user namespace may hold
+        # one user namespace, and the sandbox runs in it, nested
+        write("/proc/sys/user/max_user_namespaces", "1")
+        # dumpable, so that our /proc/self is ours to write (the uid
+        # change from root left it not; not dumpable again below)
+        libc.prctl(4, 1, 0, 0, 0)
+        check(libc.unshare(CLONE_NEWUSER), "unshare(user, nested)")
+        own_ids("self", uid_in, uid_first)
+        if libc.unshare(CLONE_NEWUSER) == 0:
+            die("user namespaces are not disabled")
 
     def drop_caps():
         last = int(open("/proc/sys/kernel/cap_last_cap").read())
@@ -270,14 +325,20 @@ def _zygote():
         libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with its parent
         os.setsid()
         check(libc.unshare(NS), "unshare")
+        if "hostname" in jail:
+            name = jail["hostname"].encode()
+            check(libc.sethostname(name, len(name)), "sethostname")
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-        for dst, opts in tmpfs:
-            mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV,
+        for dst, flags, opts in jail["tmpfs"]:
+            unmount_all(dst)
+            mount("tmpfs", dst, "tmpfs", flags,
                   "%s,uid=%d,gid=%d" % (opts, uid_out, uid_out))
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        for m in masks:
-            mount("/dev/null", m, None, MS_BIND, None)
-        lo_up()
+        if "proc" in jail:
+            own_proc(jail["proc"][0], jail["proc"][1], jail["tmpfs"][-1][0])
+        for m in jail["masks"]:
+            mount(jail["mask_with"], m, None, MS_BIND, None)
+        if "net" in ns:
+            lo_up()
         try:
             os.setgroups([])
         except OSError:
@@ -290,13 +351,21 @@ def _zygote():
         os.close(r_go)
         # in its cgroups now (our parent moved us): their namespace
         # starts there
-        check(libc.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
-        os.setresgid(uid_in, uid_in, uid_in)
-        os.setresuid(uid_in, uid_in, uid_in)
-        with open("/proc/sys/user/max_user_namespaces", "w") as f:
-            f.write("0")
-        os.chdir("/mnt/data")
-        drop_caps()
+        if CLONE_NEWCGROUP:
+            check(libc.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
+        os.setresgid(uid_first, uid_first, uid_first)
+        os.setresuid(uid_first, uid_first, uid_first)
+        if jail["no_userns"]:
+            no_userns()
+        os.environ.clear()
+        os.environ.update(jail["env"])
+        if "cwd" in jail:
+            os.chdir(jail["cwd"])
+            os.environ["PWD"] = jail["cwd"]  # as bubblewrap's --chdir
+        if jail["caps_none"]:
+            drop_caps()
+        else:
+            check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
         null = os.open("/dev/null", os.O_RDWR)
         # set up: the host learns our pid (SO_PASSCRED) and stops waiting
         os.write(life, b"P")
@@ -305,17 +374,9 @@ def _zygote():
         libc.prctl(4, 0, 0, 0, 0)  # not dumpable (the supervisor checks)
         seccomp()
         _Z.stash = stash
-        sys.argv = ["", "sandbox", "3"] + sup_args + limits + ["/mnt/data"]
+        sys.argv = ["", "sandbox", "3"] + sup_args + limits + [jail["cwd"]]
         _supervisor()
         os._exit(0)
-
-    def map_uid(pid, uid_out):
-        # the sandbox's uid_in is uid_out here; its groups: none
-        for f, t in (("setgroups", "deny"),
-                     ("uid_map", "%d %d 1\n" % (uid_in, uid_out)),
-                     ("gid_map", "%d %d 1\n" % (uid_in, uid_out))):
-            with open("/proc/%d/%s" % (pid, f), "w") as fh:
-                fh.write(t)
 
     # What the server keeps of each sandbox it forked, by descriptor:
     #   handshake[r_ready] = (pid, pidfd, w_go, uid_out): until its uid
@@ -397,7 +458,7 @@ def _zygote():
         pid, pidfd, w_go, uid_out = handshake.pop(r_ready)
         try:
             if os.read(r_ready, 1) == b"u":
-                map_uid(pid, uid_out)
+                own_ids(pid, uid_first, uid_out)
                 os.write(w_go, b"g")
         except OSError as e:
             os.write(2, ("codeshim fork server: %r\n" % (e,)).encode())

@@ -15,8 +15,9 @@ import pytest
 
 from conftest import REPO, clean_env, run, schema_check, wait_for
 from e2b_helpers import e2b, env_for  # noqa: F401
+import test_limits
 
-LIMITPROG = REPO / "build" / "testprogs" / "limitprog"
+LIMITPROG = test_limits.PROG
 ENGINEPROG = REPO / "build" / "testprogs" / "engineprog"
 SLEEP = "x = 41\nimport time\ntime.sleep(30)\nopen('/mnt/data/slept', 'w').write('1')"
 CHECK = "import os\nprint(os.path.exists('/mnt/data/slept'), 'x' in globals())"
@@ -33,13 +34,8 @@ def body(tag, code, session=None, stream=False):
 
 
 def limitprog(tmp_path, url, req, *flags, env):
-    f = tmp_path / "body.json"
-    f.write_text(json.dumps(req))
-    t0 = time.monotonic()
-    rc, out, err = run([LIMITPROG, "--url", url + "/responses", "--body-file", f] + list(flags),
-                       env=env)
-    assert rc == 0, err
-    return json.loads(out), time.monotonic() - t0
+    """test_limits' run of limitprog: (its result, the seconds it took)."""
+    return test_limits.limitprog(tmp_path, url, req, *flags, env=env)[:2]
 
 
 def sleeper(started):
@@ -61,9 +57,10 @@ def assert_dropped(e2b, code, restarts=1):
     assert len(restart) == 1 and len(sleep) == 1 and restart[0] > sleep[0]
 
 
-def check_next(answer, e2b, sid):
-    """The session's next request ran in the same e2b sandbox, restarted:
-    the variable and the later file are gone, and the output says so."""
+def check_next(answer, e2b, sid, fake, tag):
+    """The session's next request (its input holds tag) ran in the same e2b
+    sandbox, restarted: the variable and the later file are gone, and the
+    output says so, to the program and to the model."""
     schema_check.validate(answer, "Response")
     ci = [o for o in answer["output"] if o["type"] == "code_interpreter_call"]
     assert ci and ci[0]["status"] == "completed", answer
@@ -72,6 +69,9 @@ def check_next(answer, e2b, sid):
     assert logs.startswith("[Note: the Python interpreter was restarted before this "
                            "execution"), logs
     assert list(e2b.sandboxes()) == [sid]
+    sent = [q["body"]["input"] for q in fake.requests() if tag in json.dumps(q["body"])][-1]
+    outs = [i["output"] for i in sent if i.get("type") == "function_call_output"]
+    assert outs and outs[-1].startswith("[Note: the Python interpreter was restarted"), outs
 
 
 def session_box(e2b):
@@ -94,7 +94,7 @@ def test_timeout_ms_drops_the_execution_and_the_session_runs_on(fake, e2b, tmp_p
     sid = session_box(e2b)
     res2, _ = limitprog(tmp_path, fake.url, body("T2", CHECK, session="s1"), env=env)
     assert res2["rc"] == 0, res2
-    check_next(json.loads(res2["body"]), e2b, sid)
+    check_next(json.loads(res2["body"]), e2b, sid, fake, "T2")
     # the note is said once: a third request hears nothing of it
     res3, _ = limitprog(tmp_path, fake.url, body("T3", "print(7 * 6)", session="s1"), env=env)
     logs3 = [o for o in json.loads(res3["body"])["output"]
@@ -142,7 +142,8 @@ def test_a_transfer_stopped_mid_execution_drops_it(fake, e2b, tmp_path, action):
     assert (res["B"], res["status_b"]) == (0, 200), res
     assert time.monotonic() - t0 < 10
     assert_dropped(e2b, code)
-    check_next(json.loads((tmp_path / "B.body").read_text()), e2b, session_box(e2b))
+    check_next(json.loads((tmp_path / "B.body").read_text()), e2b, session_box(e2b), fake,
+               "SNEXT-" + action)
     assert len([q for q in fake.requests() if "SEXEC-" in json.dumps(q["body"])]) == 1
 
 

@@ -80,7 +80,8 @@ def session_box(e2b):
 
 
 def test_timeout_ms_drops_the_execution_and_the_session_runs_on(fake, e2b, tmp_path):
-    env = env_for(e2b, CODESHIM_RUNTIME_DIR=tmp_path / "rt")
+    trace = tmp_path / "trace.jsonl"
+    env = env_for(e2b, CODESHIM_RUNTIME_DIR=tmp_path / "rt", CODESHIM_TRACE=trace)
     code = sleeper(tmp_path / "started")
     res, took = limitprog(tmp_path, fake.url, body("T1", code, session="s1"),
                           "--timeout-ms", "1000", env=env)
@@ -91,6 +92,13 @@ def test_timeout_ms_drops_the_execution_and_the_session_runs_on(fake, e2b, tmp_p
     assert len(fake.requests()) == 1  # no tool output went upstream
     assert (tmp_path / "started").exists()
     assert_dropped(e2b, code)
+    # the execution's result, as the trace has it: interrupted, as locally
+    (ex,) = [x for x in map(json.loads, trace.read_text().splitlines()) if x["event"] == "exec"]
+    assert ex["status"] == "failed"
+    assert ex["output"] == ("Execution interrupted: the request that ran it was stopped (its "
+                            "time limit, or its program); the Python interpreter was restarted "
+                            "and its state (variables, imports) was lost.\n"), ex
+    assert ex["e2b_execute_seconds"] > 0
     sid = session_box(e2b)
     res2, _ = limitprog(tmp_path, fake.url, body("T2", CHECK, session="s1"), env=env)
     assert res2["rc"] == 0, res2

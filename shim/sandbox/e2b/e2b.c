@@ -530,7 +530,9 @@ static int exec_on_box(struct e2b *e, const char *code, size_t len,
     case SHIM_E2B_TIMEOUT:
         return timed_out(e, out);
     case SHIM_E2B_STOPPED:
-        return interrupted(e, out);
+        rc = interrupted(e, out);
+        out->remote_seconds = secs;
+        return rc;
     case SHIM_E2B_GONE:
         return 1; /* not run: the caller replaces the sandbox */
     case SHIM_E2B_REFUSED:

@@ -391,7 +391,7 @@ static int check_e2b(const struct shim_config *cfg)
     }
     row("template", "%s: sandbox %s created", cfg->e2b_template, box[0].id);
     memset(&res, 0, sizeof(res));
-    rc = shim_e2b_execute(&api, &box[0], "print(6 * 7)", 12, &res, &end, &secs);
+    rc = shim_e2b_execute(&api, &box[0], "print(6 * 7)", 12, NULL, &res, &end, &secs);
     if (rc < 0 || end != SHIM_E2B_RAN || !res.logs || !strstr(res.logs, "42")) {
         row("code", "FAILED: %s", rc < 0 ? strerror(-rc)
                                   : end != SHIM_E2B_RAN ? api.why

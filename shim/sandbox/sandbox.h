@@ -57,7 +57,9 @@ struct shim_exec_stop {
     void *ctx;
 };
 /* shim_sandbox_exec, interrupted when stop says so (stop NULL: never).
- * A backend that cannot interrupt (e2b) runs the code to its end. */
+ * The e2b backend asks stop as its /execute stream moves and about once a
+ * second while it waits (libcurl's progress callback), and while it waits
+ * for a session's sandbox that another request here is using. */
 int shim_sandbox_exec_until(struct shim_sandbox *sb, const char *code, size_t len,
                             const struct shim_exec_stop *stop, struct shim_exec_result *out);
 /* A file of /mnt/data (name relative to it, as result.h lists them) into a

@@ -173,11 +173,27 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     return len;
 }
 
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    struct shim_http_sink *s = ud;
+
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (!s->halted && s->stop(s->stop_ud))
+        s->halted = 1;
+    return s->halted;
+}
+
 CURLcode shim_http_perform(const struct shim_curl_api *a, CURL *h, struct shim_http_sink *s)
 {
     CURLcode rc;
 
     shim_buf_init(&s->line, s->max_line + 1);
+    if (s->stop) {
+        a->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        a->easy_setopt(h, CURLOPT_XFERINFODATA, s);
+        a->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     a->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     a->easy_setopt(h, CURLOPT_WRITEDATA, s);
     a->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -326,6 +342,8 @@ int shim_http_do(struct shim_http *c, const struct shim_http_req *rq, struct shi
         s.max_line = rq->max_line;
         s.ud = rq->ud;
     }
+    s.stop = rq->stop;
+    s.stop_ud = rq->stop_ud;
     shim_guard_enter();
     hl = headers_of(c->api, rq);
     rc = hl ? setup(c, rq, hl, errbuf) : CURLE_OUT_OF_MEMORY;
@@ -356,6 +374,7 @@ int shim_http_do(struct shim_http *c, const struct shim_http_req *rq, struct shi
     shim_buf_free(&body);
     r->seconds = shim_clock_s() - t0;
     r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+    r->interrupted = s.halted;
     if (rc != CURLE_OK)
         snprintf(r->error, sizeof(r->error), "%s",
                  errbuf[0] ? errbuf : "the HTTP call could not be made");

@@ -39,6 +39,10 @@ struct shim_http;
 
 /* Returns 1 to stop the transfer (the call then reports stopped). */
 typedef int (*shim_http_line_fn)(void *ud, const char *line, size_t len);
+/* Asked all along a transfer (libcurl's progress callback: as data moves,
+ * and about once a second while it waits): nonzero ends it at once, its
+ * connection closed (CURLE_ABORTED_BY_CALLBACK). */
+typedef int (*shim_http_stop_fn)(void *ud);
 
 struct shim_http_req {
     const char *method;         /* "GET", "POST", "DELETE" */
@@ -54,6 +58,8 @@ struct shim_http_req {
     shim_http_line_fn on_line;
     void *ud;
     size_t max_line;
+    shim_http_stop_fn stop;     /* NULL: the call runs to its end */
+    void *stop_ud;
 };
 
 struct shim_http_resp {
@@ -65,6 +71,7 @@ struct shim_http_resp {
     int truncated;      /* past max_body or max_line: the transfer was cut */
     int stopped;        /* on_line asked to stop */
     int timed_out;      /* the total timeout hit (the connection is closed) */
+    int interrupted;    /* rq->stop said so (the connection is closed) */
     int incomplete;     /* the answer did not end as it should (any cut
                            above, or the peer closed mid-body) */
     double seconds;
@@ -103,10 +110,14 @@ struct shim_http_sink {
                                last even without one */
     size_t max_line;        /* a line's bytes at most */
     void *ud;
+    shim_http_stop_fn stop; /* NULL, or asked all along the transfer (it
+                               replaces the handle's progress callback) */
+    void *stop_ud;
     /* filled by shim_http_perform */
     long status;            /* the last status line's; 0: none came */
     int decided, passing;   /* the body went to on_bytes/on_line */
     int cut;                /* enum shim_http_cut */
+    int halted;             /* stop ended the transfer */
     size_t total;           /* body bytes taken */
     struct shim_buf line;   /* a passed line not yet complete */
 };

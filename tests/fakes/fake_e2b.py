@@ -68,7 +68,9 @@ again at a context restart; stdout/stderr are sent line by line; the value
 of a trailing expression is a main result; matplotlib figures left open
 become png results; an exception is an error line whose traceback carries
 ANSI colour codes; a client that goes away mid-stream interrupts the
-kernel (SIGINT). "/mnt/data" in a cell's code stands for the sandbox's
+kernel (SIGINT): seen within 50 ms on the plain listener (its socket
+read at EOF), at the next line written on TLS; `gone` lists each such
+execution, {"code", "at" (time.time())}. "/mnt/data" in a cell's code stands for the sandbox's
 /mnt/data, and the sandbox's paths are shown as the sandbox sees them.
 A keepalive line is sent every keepalive_s without output.
 
@@ -107,6 +109,7 @@ import os
 import queue
 import re
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -597,6 +600,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
+    def _client_gone(self):
+        """The client closed its end (uvicorn hears it at once: the
+        receive channel's http.disconnect). The plain listener only: a
+        client sends nothing after its request."""
+        c = self.connection
+        if isinstance(c, ssl.SSLSocket):
+            return False
+        try:
+            if not select.select([c], [], [], 0)[0]:
+                return False
+            return c.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
     def _execute(self, fake, sb, code):
         q = queue.Queue()
         own = code.startswith(OWN_MARK)
@@ -616,11 +633,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         sent = 0
         try:
+            quiet_until = time.time() + fake.keepalive_s
             while True:
                 try:
-                    item = q.get(timeout=fake.keepalive_s)
+                    item = q.get(timeout=0.05)
                 except queue.Empty:
+                    if self._client_gone():
+                        raise ConnectionResetError("the client went away")
+                    if time.time() < quiet_until:
+                        continue
                     item = {"type": "keepalive"}
+                quiet_until = time.time() + fake.keepalive_s
                 if item is None:
                     break
                 self._chunk((json.dumps(item) + "\n").encode())
@@ -638,6 +661,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client went away mid-stream: e2b interrupts
             sb.interrupt(ran[0] if ran else None)
             fake.disconnects += 1
+            fake.gone.append({"code": code, "at": time.time()})
             self.close_connection = True
 
 
@@ -677,6 +701,7 @@ class FakeE2B:
         self.vanish_after_exec = False
         self.restarts = 0
         self.disconnects = 0
+        self.gone = []
         self._own_root = root is None
         self.root = tempfile.mkdtemp(prefix="fake-e2b-") if root is None else str(root)
         os.makedirs(self.root, exist_ok=True)

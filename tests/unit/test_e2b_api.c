@@ -178,7 +178,7 @@ static void execute_posts_the_code_to_the_sandbox(void **state)
     snprintf(box.traffic_token, sizeof(box.traffic_token), "tok-t");
     start(&s, 1, json_answer(0, 200, "", nd));
     client(&a, &s);
-    assert_int_equal(shim_e2b_execute(&a, &box, "print('hi')\nx = \"q\"", 19, &res, &end, &secs),
+    assert_int_equal(shim_e2b_execute(&a, &box, "print('hi')\nx = \"q\"", 19, NULL, &res, &end, &secs),
                      0);
     shim_e2b_api_free(&a);
     stop(&s);

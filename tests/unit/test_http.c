@@ -3,7 +3,7 @@
  * port): what the server received (method, path, headers, body, one
  * connection for two calls), and what the client made of each answer
  * (status, kept body, X-Next-Token, Retry-After, streamed lines, caps,
- * stop, refused and timed-out calls); and the transfer core under them
+ * stop, a stop hook, refused and timed-out calls); and the transfer core under them
  * on a handle of the test's own (final head, pass, cap, stop). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -220,6 +220,65 @@ static void stream_stops_when_asked_and_cuts_a_long_line(void **state)
     done();
 }
 
+/* The stop hook: asked all along; says stop once l has a line (l NULL:
+ * once the server has the request), and counts the calls from then on. */
+struct asked {
+    int n, said;
+    struct lines *l;
+    const struct server *s;
+};
+
+static int ask_stop(void *ud)
+{
+    struct asked *a = ud;
+
+    a->n++;
+    if (a->l ? a->l->n >= 1 : __atomic_load_n(&a->s->nreq, __ATOMIC_ACQUIRE) >= 2)
+        a->said++;
+    return a->said > 0;
+}
+
+static void stop_hook_drops_a_call_that_waits(void **state)
+{
+    struct lines l = {.stop_at = -1};
+    struct asked a = {.l = &l};
+    (void)state;
+
+    /* a stream that sends one line and then nothing (no last chunk) */
+    start(&F.s, 2, OK_HEAD "Transfer-Encoding: chunked\r\n\r\n4\r\none\n\r\n",
+          (const char *)NULL);
+    call("POST", "/execute");
+    F.rq.on_line = on_line;
+    F.rq.ud = &l;
+    F.rq.max_line = 16;
+    F.rq.stop = ask_stop;
+    F.rq.stop_ud = &a;
+    assert_int_equal(shim_http_do(F.c, &F.rq, &F.r), 0);
+    assert_int_equal(F.r.status, 200);
+    assert_true(F.r.interrupted);
+    assert_true(F.r.incomplete);
+    assert_false(F.r.timed_out);
+    assert_false(F.r.stopped);
+    assert_int_equal(a.said, 1); /* asked no more once it said stop */
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.got[0], "one");
+    assert_true(F.r.seconds < 10); /* not the 20 s total timeout */
+    shim_http_resp_free(&F.r);
+
+    /* stopped before any answer, on a new connection: no status, an error */
+    a = (struct asked){.s = &F.s};
+    F.rq.on_line = NULL;
+    assert_int_equal(shim_http_do(F.c, &F.rq, &F.r), -EIO);
+    assert_true(F.r.interrupted);
+    assert_int_equal(F.r.status, 0);
+    assert_true(F.r.error[0] != '\0');
+    assert_true(F.r.seconds < 10);
+    shim_http_resp_free(&F.r);
+    done();
+    assert_int_equal(F.s.accepts, 2); /* the first connection was dropped */
+    assert_int_equal(F.s.nreq, 2);
+}
+
 static void body_past_max_is_cut(void **state)
 {
     (void)state;
@@ -380,6 +439,7 @@ int main(void)
         cmocka_unit_test(retry_after_is_seconds),
         cmocka_unit_test(stream_hands_out_lines_the_last_without_newline),
         cmocka_unit_test(stream_stops_when_asked_and_cuts_a_long_line),
+        cmocka_unit_test(stop_hook_drops_a_call_that_waits),
         cmocka_unit_test(body_past_max_is_cut),
         cmocka_unit_test(refused_and_timed_out_calls_are_errors),
         cmocka_unit_test(core_keeps_the_final_head_and_passes_stops_or_cuts_the_body),

@@ -33,7 +33,17 @@
  * then interrupts the kernel) and the Python context restarted; the
  * restarted one is back in /home/user, so /mnt/data is made the working
  * directory again before the next code. A file that cannot be placed is
- * named, with why, in a warning and a note for the model. */
+ * named, with why, in a warning and a note for the model.
+ *
+ * An execution whose request is stopped (shim_sandbox_exec_until: the
+ * program's deadline, its progress callback, its transfer removed) is
+ * dropped the same way at once, a session's context restarted, and the
+ * session's next execution, in whichever later request or program run,
+ * tells the model the interpreter was restarted: the setup cell marks
+ * each interpreter it sets up, so one found unmarked was restarted. A
+ * session's executions on this machine take turns (a lock under the
+ * runtime directory), so the next one cannot slip in between a stopped
+ * one and its restart. */
 #include "sandbox/e2b/e2b_int.h"
 
 #include "base/clock.h"
@@ -42,15 +52,18 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/sha256.h"
+#include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "system/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PRIVATE_TIMEOUT_S 300 /* e2b's SDK default */
 #define FRESH_TRIES 6         /* 502s right after create: 0.1+0.2+...+3.2 s */
@@ -77,6 +90,11 @@ struct e2b {
                            sandboxes (1 h hobby, 24 h pro) once a create's
                            400 said it, else 0: no timeout sent is over it */
     int dir_ready;      /* /mnt/data made and the working directory */
+    int kernel_known;   /* what the interpreter lost is known here (the
+                           sandbox made here, or the model told): a fresh
+                           one at the next setup cell needs no note */
+    int lost;           /* the next execution says the interpreter was
+                           restarted before it */
     char *listing;      /* the last listing of /mnt/data (JSON), or NULL */
 };
 
@@ -239,7 +257,7 @@ static int create_box(struct e2b *e)
     e->create_s += shim_clock_s() - t0;
     if (rc < 0)
         return rc;
-    e->have_box = e->fresh = 1;
+    e->have_box = e->fresh = e->kernel_known = 1;
     e->deadline = shim_clock_s() + life(e, PRIVATE_TIMEOUT_S);
     LOG_INFO("e2b sandbox created in %.3f s", shim_clock_s() - t0);
     if (marker_path(e, path, sizeof(path)) == 0) {
@@ -411,7 +429,8 @@ static void keep_alive(struct e2b *e)
 }
 
 /* Sends the code; a 502 just after create is retried briefly. */
-static int send_code(struct e2b *e, const char *code, size_t len, struct shim_exec_result *out,
+static int send_code(struct e2b *e, const char *code, size_t len,
+                     const struct shim_exec_stop *stop, struct shim_exec_result *out,
                      enum shim_e2b_exec_end *end, double *secs)
 {
     long wait_ms = 100;
@@ -422,7 +441,7 @@ static int send_code(struct e2b *e, const char *code, size_t len, struct shim_ex
     for (i = 0; i < FRESH_TRIES; i++) {
         struct timespec ts;
 
-        rc = shim_e2b_execute(&e->api, &e->box, code, len, out, end, &s);
+        rc = shim_e2b_execute(&e->api, &e->box, code, len, stop, out, end, &s);
         *secs += s;
         if (rc < 0 || *end != SHIM_E2B_GONE || !e->fresh)
             break;
@@ -436,6 +455,11 @@ static int send_code(struct e2b *e, const char *code, size_t len, struct shim_ex
     return rc;
 }
 
+static void make_dir(struct e2b *e);
+
+/* The model is told right here that the state is lost; a session's new
+ * interpreter is set up at once, so that the session's next request,
+ * finding it set up, does not say so again. */
 static int timed_out(struct e2b *e, struct shim_exec_result *out)
 {
     char text[300];
@@ -445,11 +469,14 @@ static int timed_out(struct e2b *e, struct shim_exec_result *out)
     if (!out->logs && !(out->logs = strdup("")))
         return -ENOMEM;
     e->dir_ready = 0; /* a restarted context is back in /home/user */
-    if (shim_e2b_restart(&e->api, &e->box) == 0)
+    e->kernel_known = 1;
+    if (shim_e2b_restart(&e->api, &e->box) == 0) {
         snprintf(text, sizeof(text), "Execution timed out after %d s; the Python interpreter "
                  "was restarted and its state (variables, imports) was lost.\n",
                  e->cfg->exec_timeout_s > 0 ? e->cfg->exec_timeout_s : 60);
-    else
+        if (e->tagged)
+            make_dir(e);
+    } else
         snprintf(text, sizeof(text), "Execution timed out after %d s and was interrupted; "
                  "the e2b sandbox could not restart the interpreter, so the code may still "
                  "be running.\n", e->cfg->exec_timeout_s > 0 ? e->cfg->exec_timeout_s : 60);
@@ -457,14 +484,43 @@ static int timed_out(struct e2b *e, struct shim_exec_result *out)
     return rc;
 }
 
-static int exec_on_box(struct e2b *e, const char *code, size_t len, struct shim_exec_result *out)
+/* The execution's request was stopped (stop said so) and its connection
+ * dropped, which makes e2b's server interrupt the kernel. A session's is
+ * restarted too, as after a timeout (code that ignores the interrupt may
+ * still run), so the state is lost as with the local backend, whose text
+ * this is; the session's next setup cell finds the new interpreter, and
+ * its next execution says so. A private sandbox ends with its request
+ * (destroy kills it), so it is not restarted first. */
+static int interrupted(struct e2b *e, struct shim_exec_result *out)
+{
+    int ok = 1;
+
+    e->dir_ready = e->kernel_known = 0;
+    if (!e->tagged)
+        return text_result(out, SHIM_EXEC_FAILED, "Execution interrupted: the request that "
+                           "ran it was stopped (its time limit, or its program); its e2b "
+                           "sandbox ends with it.\n");
+    if (shim_e2b_restart(&e->api, &e->box) < 0) {
+        ok = 0;
+        LOG_WARN("e2b: the interrupted interpreter was not restarted: %s", e->api.why);
+    }
+    return text_result(out, SHIM_EXEC_FAILED, "Execution interrupted: the request that ran it "
+                       "was stopped (its time limit, or its program); %s\n",
+                       ok ? "the Python interpreter was restarted and its state (variables, "
+                            "imports) was lost."
+                          : "the e2b sandbox could not restart the Python interpreter, so "
+                            "the code may still be running.");
+}
+
+static int exec_on_box(struct e2b *e, const char *code, size_t len,
+                       const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
     enum shim_e2b_exec_end end;
     double secs;
     int rc;
 
     keep_alive(e);
-    rc = send_code(e, code, len, out, &end, &secs);
+    rc = send_code(e, code, len, stop, out, &end, &secs);
     if (rc < 0)
         return rc;
     out->remote_seconds = secs;
@@ -473,6 +529,10 @@ static int exec_on_box(struct e2b *e, const char *code, size_t len, struct shim_
         return 0;
     case SHIM_E2B_TIMEOUT:
         return timed_out(e, out);
+    case SHIM_E2B_STOPPED:
+        rc = interrupted(e, out);
+        out->remote_seconds = secs;
+        return rc;
     case SHIM_E2B_GONE:
         return 1; /* not run: the caller replaces the sandbox */
     case SHIM_E2B_REFUSED:
@@ -510,7 +570,7 @@ static char *own_cell(struct e2b *e, const char *code)
     double secs;
     char *text = NULL;
 
-    if (send_code(e, code, strlen(code), &r, &end, &secs) == 0 && end == SHIM_E2B_RAN &&
+    if (send_code(e, code, strlen(code), NULL, &r, &end, &secs) == 0 && end == SHIM_E2B_RAN &&
         r.status == SHIM_EXEC_OK && r.logs) {
         text = r.logs;
         r.logs = NULL;
@@ -519,10 +579,18 @@ static char *own_cell(struct e2b *e, const char *code)
     return text;
 }
 
+/* The setup cell says "fresh" when its interpreter never ran it: one
+ * restarted since (an interrupted or timed-out execution of an earlier
+ * request), whose loss the model hears of at the next execution unless
+ * it was told already. */
 static void make_dir(struct e2b *e)
 {
-    free(own_cell(e, shim_e2b_setup_py));
-    e->dir_ready = 1;
+    char *said = own_cell(e, shim_e2b_setup_py);
+
+    if (said && !strncmp(said, "fresh", 5) && !e->kernel_known)
+        e->lost = 1;
+    free(said);
+    e->dir_ready = e->kernel_known = 1;
 }
 
 /* The files of /mnt/data after an execution, as the local backend lists
@@ -552,11 +620,77 @@ static void list_files(struct e2b *e, struct shim_exec_result *out)
     cJSON_Delete(arr);
 }
 
-static int op_exec(void *state, const char *code, size_t len, struct shim_exec_result *out)
+#define LOST_NOTE                                                              \
+    "[Note: the Python interpreter was restarted before this execution; "      \
+    "its earlier state (variables, imports) was lost. Files in the working "   \
+    "directory were kept.]\n"
+
+/* Puts text before out->logs. */
+static int prepend(struct shim_exec_result *out, const char *text)
+{
+    size_t n = strlen(text);
+    char *t = malloc(n + out->logs_len + 1);
+
+    if (!t)
+        return -ENOMEM;
+    memcpy(t, text, n);
+    if (out->logs_len)
+        memcpy(t + n, out->logs, out->logs_len);
+    t[n + out->logs_len] = '\0';
+    free(out->logs);
+    out->logs = t;
+    out->logs_len += n;
+    return 0;
+}
+
+/* A session's sandbox runs one execution of this machine's requests at a
+ * time, from its setup cell to its listing (and an interrupted one's
+ * restart): else the next request's code, queued behind a stopped one,
+ * could run before that restart and never hear of it. An OFD lock on a
+ * byte of <runtime>/e2b/.run that the container id picks (a shared byte
+ * only serialises two sandboxes), waited for while stop allows, up to
+ * twice the time limit of the execution holding it: the descriptor
+ * (closing it unlocks), -ECANCELED (stop said so), or another -errno
+ * (then the execution runs unlocked, e2b's server serialising it still). */
+static int run_lock(struct e2b *e, const struct shim_exec_stop *stop)
+{
+    char dir[1024], path[1100];
+    int64_t until = shim_clock_ms() +
+                    ((int64_t)(e->cfg->exec_timeout_s > 0 ? e->cfg->exec_timeout_s : 60) * 2 +
+                     30) * 1000;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1};
+    int fd, rc = shim_store_root(e->cfg, "e2b", dir, sizeof(dir));
+
+    if (rc < 0 || (rc = shim_fileio_join(path, sizeof(path), dir, ".run")) < 0)
+        return rc;
+    fl.l_start = (off_t)strtoul(e->cid + 5 + 42, NULL, 16); /* 6 hex digits */
+    if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+        return -errno;
+    while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+        struct timespec ts = {0, SHIM_EXEC_STOP_TICK_MS * 1000000L};
+
+        rc = errno == EAGAIN || errno == EACCES ? 0 : -errno;
+        if (!rc && stop && stop->fn(stop->ctx))
+            rc = -ECANCELED;
+        else if (!rc && shim_clock_ms() > until)
+            rc = -ETIMEDOUT;
+        if (rc) {
+            close(fd);
+            return rc;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return fd;
+}
+
+static int exec_locked(struct e2b *e, const char *code, size_t len,
+                       const struct shim_exec_stop *stop, struct shim_exec_result *out);
+
+static int op_exec_until(void *state, const char *code, size_t len,
+                         const struct shim_exec_stop *stop, struct shim_exec_result *out)
 {
     struct e2b *e = state;
-    char old[64];
-    int rc;
+    int rc, fd = -ENOENT;
 
     memset(out, 0, sizeof(*out));
     if (e->err[0]) { /* the open failed: say so once, then try again */
@@ -566,9 +700,29 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
     }
     if (!e->have_box && ensure_box(e) < 0)
         return no_sandbox(e, out, e->api.why);
+    if (e->tagged && strlen(e->cid) == 53 && (fd = run_lock(e, stop)) == -ECANCELED)
+        return text_result(out, SHIM_EXEC_FAILED, "Not run: the request was stopped (its "
+                           "time limit, or its program) while the session's sandbox was busy "
+                           "with another execution.\n");
+    if (fd < 0 && e->tagged)
+        LOG_INFO("e2b: this execution is not serialised with others here (%s)",
+                 strerror(-fd));
+    rc = exec_locked(e, code, len, stop, out);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* op_exec_until's execution, under its lock. */
+static int exec_locked(struct e2b *e, const char *code, size_t len,
+                       const struct shim_exec_stop *stop, struct shim_exec_result *out)
+{
+    char old[64];
+    int rc;
+
     if (!e->dir_ready)
         make_dir(e);
-    rc = exec_on_box(e, code, len, out);
+    rc = exec_on_box(e, code, len, stop, out);
     if (rc == 1) { /* vanished: a new sandbox, and the model is told */
         snprintf(old, sizeof(old), "%s", e->tagged ? e->cid : "");
         LOG_WARN("e2b sandbox %s is gone (%s); starting a new one", e->tagged ? e->cid : "",
@@ -584,12 +738,18 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
                  "variables, imports and files are gone. This is a new sandbox%s%s%s.]\n",
                  old[0] ? " " : "", old, e->tagged ? " (" : "", e->tagged ? e->cid : "",
                  e->tagged ? ")" : "");
-        rc = exec_on_box(e, code, len, out);
+        e->lost = 0; /* the note above says more */
+        rc = exec_on_box(e, code, len, stop, out);
         if (rc == 1)
             rc = text_result(out, SHIM_EXEC_FAILED, "Error: the new e2b sandbox was not "
                              "reachable either (%s); the code was not run.\n", e->api.why);
     }
-    if (rc == 0 && e->have_box && out->status != SHIM_EXEC_TIMEOUT)
+    if (rc == 0 && e->lost && e->kernel_known) { /* not interrupted again */
+        e->lost = 0;
+        rc = prepend(out, LOST_NOTE);
+    }
+    /* kernel_known is 0 only when interrupted just now: nobody reads on */
+    if (rc == 0 && e->have_box && out->status != SHIM_EXEC_TIMEOUT && e->kernel_known)
         list_files(e, out);
     out->create_seconds = e->create_s;
     out->remote = 1;
@@ -598,6 +758,11 @@ static int op_exec(void *state, const char *code, size_t len, struct shim_exec_r
         shim_e2b_set_timeout(&e->api, e->box.id, life(e, e->ttl_s)) < 0)
         LOG_WARN("e2b: the session's timeout was not extended: %s", e->api.why);
     return rc;
+}
+
+static int op_exec(void *state, const char *code, size_t len, struct shim_exec_result *out)
+{
+    return op_exec_until(state, code, len, NULL, out);
 }
 
 static void op_destroy(void *state)
@@ -737,6 +902,7 @@ const struct shim_sandbox_ops shim_sandbox_e2b = {
     .name = "e2b",
     .create = op_create,
     .exec = op_exec,
+    .exec_until = op_exec_until,
     .destroy = op_destroy,
     .create_at = op_create_at,
     .container_id = op_container_id,

@@ -16,6 +16,7 @@
 #include "base/ids.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "sandbox/sandbox.h"
 #include "system/config.h"
 #include "system/url.h"
 
@@ -485,8 +486,15 @@ static int on_line(void *ud, const char *line, size_t len)
     return shim_e2b_ndjson_line(ud, line, len) < 0;
 }
 
+static int stop_asked(void *ud)
+{
+    const struct shim_exec_stop *stop = ud;
+    return stop->fn(stop->ctx) != 0;
+}
+
 int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *code,
-                     size_t len, struct shim_exec_result *out, enum shim_e2b_exec_end *end,
+                     size_t len, const struct shim_exec_stop *stop,
+                     struct shim_exec_result *out, enum shim_e2b_exec_end *end,
                      double *seconds)
 {
     int timeout_s = a->cfg->exec_timeout_s > 0 ? a->cfg->exec_timeout_s : 60;
@@ -523,11 +531,21 @@ int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const
     rq.on_line = on_line;
     rq.ud = &nd;
     rq.max_line = LINE_MAX_BYTES;
+    if (stop) {
+        rq.stop = stop_asked;
+        rq.stop_ud = (void *)stop;
+    }
     rc = shim_http_do(a->dp, &rq, &r);
     dp_forget(&t);
     free(body);
     *seconds = r.seconds;
     a->status = r.status;
+    if (r.interrupted) { /* what came is nobody's now */
+        *end = SHIM_E2B_STOPPED;
+        shim_http_resp_free(&r);
+        shim_e2b_ndjson_free(&nd);
+        return 0;
+    }
     if (rc < 0 || r.status < 200 || r.status >= 300) {
         *end = rc < 0 ? (r.timed_out || rc == -ETIMEDOUT ? SHIM_E2B_TIMEOUT : SHIM_E2B_NOREPLY)
                : r.status == 502 || r.status == 404 ? SHIM_E2B_GONE : SHIM_E2B_REFUSED;

@@ -73,10 +73,14 @@ enum shim_e2b_exec_end {
     SHIM_E2B_REFUSED,  /* another status: not run (a->why) */
     SHIM_E2B_TIMEOUT,  /* the time limit hit (out holds what came) */
     SHIM_E2B_NOREPLY,  /* no answer (a->why; maybe run) */
+    SHIM_E2B_STOPPED,  /* stop said so: the connection was dropped (e2b's
+                          server then interrupts the kernel); out empty */
 };
-/* Runs code on the default Python context. 0 (with *end) or -ENOMEM. */
+/* Runs code on the default Python context, stop asked all along the
+ * stream (NULL: never). 0 (with *end) or -ENOMEM. */
 int shim_e2b_execute(struct shim_e2b_api *a, const struct shim_e2b_box *b, const char *code,
-                     size_t len, struct shim_exec_result *out, enum shim_e2b_exec_end *end,
+                     size_t len, const struct shim_exec_stop *stop,
+                     struct shim_exec_result *out, enum shim_e2b_exec_end *end,
                      double *seconds);
 /* envd's file API: a file of the sandbox (an absolute path) into a new
  * buffer of at most max bytes (-EFBIG beyond, -ENOENT when it is not

@@ -7,10 +7,9 @@
  *
  * - Where: one per host process and settings (shim_local_params; at most
  *   ZYG_MAX), started only by shim_local_zygote_warm, which only
- *   codeshim-sessiond calls (the user's sandbox host, and a session host
- *   that no sandbox is lent to: sessiond/host.c); a program never starts
- *   one of its own: its sandboxes are lent by the sandbox host, or start
- *   cold. Started on spawn.c's thread like any sandbox: it dies with the
+ *   codeshim-sessiond's sandbox host calls (sessiond/host.c); a program
+ *   never starts one of its own: its sandboxes, and its sessions', are
+ *   lent by the sandbox host, or start cold. Started on spawn.c's thread like any sandbox: it dies with the
  *   host process exactly as a sandbox does (bwrap --die-with-parent; its
  *   PID namespace holds every sandbox forked from it). Never shared
  *   between processes: programs and sessions get sandboxes forked here

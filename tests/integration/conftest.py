@@ -24,7 +24,9 @@ The fake (tests/fakes/fake_openai.py) and the validator
 """
 
 import json
+import contextlib
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -148,6 +150,85 @@ def clean_env(env=None, preload=True, home=None):
     return e
 
 
+# While a test runs its programs as an ordinary user (as_ordinary_user):
+# the user, its pw entry, its copy of the library and its runtime directory.
+AS_USER = {}
+
+
+CGROUP_V1 = Path("/sys/fs/cgroup")
+
+
+def _delegate(pw):
+    """A cgroup of its own in each writable v1 memory and pids hierarchy,
+    given to pw's user, as a system delegates one to a user's session:
+    [cgroup dir, ...] ([] where there are none)."""
+    out = []
+    for ctl in ("memory", "pids"):
+        root = CGROUP_V1 / ctl
+        if not (root / "cgroup.procs").exists() or not os.access(root, os.W_OK):
+            continue
+        d = root / ("codeshim-test-user-%d" % os.getpid())
+        d.mkdir(exist_ok=True)
+        for f in [d] + [d / n for n in ("cgroup.procs", "tasks")]:
+            os.chown(f, pw.pw_uid, pw.pw_gid)
+        out.append(d)
+    return out
+
+
+def _undelegate(dirs):
+    """Ends whatever of the user's still runs in dirs, then removes them,
+    the sandboxes' cgroups below first."""
+    for d in dirs:
+        subs = sorted((p for p in [d] + list(d.rglob("*")) if p.is_dir()),
+                      key=lambda p: -len(p.parts))
+        for sub in subs:
+            try:  # (the host may be removing it meanwhile)
+                pids = (sub / "cgroup.procs").read_text().split()
+            except FileNotFoundError:
+                pids = []
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for sub in subs:
+            wait_for(lambda: _rmdir(sub), timeout=10)
+
+
+def _rmdir(d):
+    try:
+        d.rmdir()
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def as_ordinary_user(user, pw, lib, runtime):
+    """Every program run() starts meanwhile runs as user (runuser), with
+    lib preloaded and runtime as its runtime directory, in cgroups
+    delegated to it: the same checks, an unprivileged user's sandboxes."""
+    cgroups = _delegate(pw)
+    AS_USER.update(user=user, pw=pw, lib=str(lib), runtime=str(runtime), cgroups=cgroups)
+    try:
+        yield
+    finally:
+        AS_USER.clear()
+        _undelegate(cgroups)
+
+
+def _as_user(cmd, e, home):
+    e["LD_PRELOAD"] = AS_USER["lib"]
+    e["CODESHIM_RUNTIME_DIR"] = AS_USER["runtime"]
+    os.chown(home, AS_USER["pw"].pw_uid, AS_USER["pw"].pw_gid)
+    join = "".join("echo $$ > %s/cgroup.procs; " % d for d in AS_USER["cgroups"])
+    return (["/bin/sh", "-c", join + 'exec "$@"', "sh",
+             "/usr/sbin/runuser", "-u", AS_USER["user"], "--", "/usr/bin/env", "-i"] +
+            ["%s=%s" % kv for kv in e.items()] + cmd)
+
+
 def run(cmd, env=None, input=None, timeout=60, preload=True, cwd=None):
     """Run cmd under LD_PRELOAD=LIB with a minimal clean environment.
 
@@ -159,7 +240,11 @@ def run(cmd, env=None, input=None, timeout=60, preload=True, cwd=None):
         input = input.encode("utf-8")
     home = tempfile.mkdtemp(prefix="codeshim-home-")
     try:
-        p = subprocess.run([str(c) for c in cmd], env=clean_env(env, preload, home),
+        e = clean_env(env, preload, home)
+        cmd = [str(c) for c in cmd]
+        if AS_USER and preload:
+            cmd = _as_user(cmd, e, home)
+        p = subprocess.run(cmd, env=e,
                            input=input, stdin=None if input is not None else subprocess.DEVNULL,
                            capture_output=True, timeout=timeout, cwd=cwd)
         return p.returncode, p.stdout, p.stderr

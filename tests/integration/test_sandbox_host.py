@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import session_host
-from conftest import REPO, alive, descendants, ppid
+from conftest import REPO, alive, descendants, ppid, stop_supervisors
 from test_escape_limits import cgroup_dirs, need_cgroup
 from test_hardening_sessions import wait_for
 from test_runtime import user_build
@@ -436,6 +436,48 @@ def test_escape_and_limit_checks_hold_in_pooled_sandboxes(tmp_path, mod, name, s
         srv.stop()
     lent = sum(status(h)["lent_total"] - counts[h] for h in hosts)
     assert lent >= 1, (new, counts)  # its sandboxes were the hosts' pooled ones
+
+
+# The same as an ordinary user, but for checks whose program is built in
+# the repository (which that user may not be able to read).
+POOLED_USER = [p for p in POOLED if p[0] != "test_limits"]
+
+
+@pytest.mark.parametrize("mod,name,settings", POOLED_USER, ids=[n for _, n, _ in POOLED_USER])
+def test_escape_and_limit_checks_hold_in_an_ordinary_users_pooled_sandboxes(
+        tmp_path, mod, name, settings):
+    """The same checks with every program run as the ordinary user
+    codeshim-test, against its own sandbox host's pooled sandboxes (the
+    fork server then sits in a user namespace of its own)."""
+    import importlib
+    import inspect
+    import fake_openai
+    from conftest import as_ordinary_user
+    m = importlib.import_module(mod)
+    env = dict(getattr(m, settings)) if settings else {}
+    d, urt, _, pw = ordinary_user()
+    warm = fake_openai.start()
+    try:
+        with as_ordinary_user(TEST_USER, pw, d / "libcodeshim.so", urt):
+            ask(warm.url, PROBE, session=None, rt=urt, env=env)
+            assert wait_for(lambda: len(user_hosts(urt)) == 1)
+            [h] = user_hosts(urt)
+            assert os.stat(h / "pid").st_uid == pw.pw_uid
+            assert wait_for(lambda: pool_full(h), timeout=60)
+            before = status(h)["lent_total"]
+            srv = fake_openai.start()
+            try:
+                os.chmod(tmp_path, 0o777)  # what the check writes for its programs to read
+                args = {"fake": srv, "tmp_path": tmp_path}
+                f = getattr(m, name)
+                f(**{a: args[a] for a in inspect.signature(f).parameters})
+            finally:
+                srv.stop()
+            assert status(h)["lent_total"] > before  # its sandboxes were pooled ones
+    finally:
+        warm.stop()
+        stop_supervisors(d)  # (and what still runs ends with the user's cgroups)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_a_host_idle_longer_than_a_connections_wait_still_answers(fake, rt):

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,14 @@ static char *entry_dup(struct entry *e, const char *s)
 /* Frees a string e owns (entry_dup, or a malloc'd one). */
 static void entry_free(struct entry *e, char *p)
 {
-    if ((uintptr_t)p - (uintptr_t)e->strings >= ENTRY_STRINGS)
+    if (p && (uintptr_t)p - (uintptr_t)e->strings >= ENTRY_STRINGS)
+        free(p);
+}
+
+/* free(p), without the call for NULL: most of an entry's are. */
+static inline void free_set(void *p)
+{
+    if (p)
         free(p);
 }
 
@@ -192,11 +200,12 @@ static void free_opts(struct entry *e)
         entry_free(e, e->net[i]);
     entry_free(e, e->url);
     entry_free(e, e->custom_request);
-    free(e->copied);
-    free(e->creds);
-    free(e->giveback);
+    free_set(e->copied);
+    free_set(e->creds);
+    free_set(e->giveback);
     e->giveback = NULL;
-    clear_answer(&e->ans);
+    if (e->ans.active) /* an answer not active holds nothing */
+        clear_answer(&e->ans);
 }
 
 /* Entries of handles cleaned up, kept (under the lock) for the next
@@ -217,7 +226,7 @@ static struct entry *insert(CURL *h, enum shim_flavor f)
     if ((e = spare) != NULL) {
         spare = e->next;
         nspare--;
-        memset(e, 0, sizeof(*e));
+        memset(e, 0, offsetof(struct entry, strings)); /* its strings' room is unused */
     } else if (!(e = calloc(1, sizeof(*e)))) {
         return NULL;
     }
@@ -266,10 +275,11 @@ static char *dup_or_null(const char *s)
 
 /* A string option's copy replaces the one before (NULL: unset). Out of
  * line, so that recording a plain value saves no registers. */
-static __attribute__((noinline)) void set_string(struct entry *e, char **slot, const char *s)
+static __attribute__((noinline)) CURLcode set_string(struct entry *e, char **slot, const char *s)
 {
     entry_free(e, *slot);
     *slot = entry_dup(e, s);
+    return CURLE_OK;
 }
 
 /* A CURLOPT_RESOLVE list as one string, its entries joined by '\n' (an
@@ -313,7 +323,7 @@ static enum shim_api url_api(struct entry *e)
 
 /* COPYPOSTFIELDS: src copied at the size in force (NULL: none); the
  * method becomes POST. */
-static __attribute__((noinline)) void copy_postfields(struct entry *e, const char *src)
+static __attribute__((noinline)) CURLcode copy_postfields(struct entry *e, const char *src)
 {
     size_t n;
 
@@ -332,6 +342,30 @@ static __attribute__((noinline)) void copy_postfields(struct entry *e, const cha
         }
     }
     e->method = SHIM_METHOD_POST;
+    return CURLE_OK;
+}
+
+/* POSTFIELDSIZE(_LARGE) n. As libcurl: a size larger than the one in
+ * force drops an earlier COPYPOSTFIELDS copy (any size, after an unsized
+ * copy). Out of line, as every call apply() makes: its stores need no
+ * frame. */
+static __attribute__((noinline)) CURLcode set_postsize(struct entry *e, curl_off_t n)
+{
+    if (e->copied && e->postfields == e->copied && n > e->postsize) {
+        free(e->copied);
+        e->copied = NULL;
+        e->postfields = NULL;
+    }
+    e->postsize = n;
+    return CURLE_OK;
+}
+
+/* CURLOPT_RESOLVE's list l, as net[4]. */
+static __attribute__((noinline)) CURLcode set_resolve(struct entry *e, const struct curl_slist *l)
+{
+    entry_free(e, e->net[4]);
+    e->net[4] = joined(l);
+    return CURLE_OK;
 }
 
 /* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
@@ -379,7 +413,7 @@ static __attribute__((noinline)) void copy_postfields(struct entry *e, const cha
  * shim_handles_optinfo holds above an option's kind, and what apply()
  * switches on (one jump). */
 #define INDEX(o) I_##o,
-enum { I_NONE, RECORDED_OPTIONS(INDEX) I_END };
+enum { I_NONE, RECORDED_OPTIONS(INDEX) I_CRED, I_END }; /* I_CRED: every credential's */
 #undef INDEX
 _Static_assert(I_END <= 64, "a recorded option's number fits shim_handles_optinfo's six bits");
 _Static_assert(I_CURLOPT_CAPATH == I_CURLOPT_CAINFO + 1 && I_CURLOPT_PROXY == I_CURLOPT_CAINFO + 2 &&
@@ -387,168 +421,156 @@ _Static_assert(I_CURLOPT_CAPATH == I_CURLOPT_CAINFO + 1 && I_CURLOPT_PROXY == I_
                "CAINFO, CAPATH, PROXY and NOPROXY are net[0..3]");
 
 /* Records one recorded option (idx: its number) into e: one switch over
- * the recorded options, by concern; a string copied calls out. */
-static inline __attribute__((always_inline)) void apply(struct entry *e, unsigned idx,
-                                                        union shim_optval v)
+ * the recorded options, by concern. CURLE_OK (the setopt wrapper's
+ * answer then) from every case, a string copied or a body dropped by a
+ * call out of line that returns it: a tail call, storing needs no frame. */
+static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, unsigned idx,
+                                                            union shim_optval v)
 {
     switch (idx) {
     /* Where the request goes and what it is called: URL, custom request,
      * headers. */
     case I_CURLOPT_URL:
         e->url_known = 0;
-        set_string(e, &e->url, v.p);
-        break;
+        return set_string(e, &e->url, v.p);
     case I_CURLOPT_CUSTOMREQUEST:
-        set_string(e, &e->custom_request, v.p);
-        break;
+        return set_string(e, &e->custom_request, v.p);
     case I_CURLOPT_HTTPHEADER:
         e->headers = v.p;
-        break;
+        return CURLE_OK;
     /* An in-memory body: POSTFIELDS (borrowed), COPYPOSTFIELDS (copied at
      * the size in force) and that size; either body makes the method POST. */
     case I_CURLOPT_POSTFIELDS:
         e->postfields = v.p;
         e->method = SHIM_METHOD_POST;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_COPYPOSTFIELDS:
-        copy_postfields(e, v.p);
-        break;
+        return copy_postfields(e, v.p);
     case I_CURLOPT_POSTFIELDSIZE:
-    case I_CURLOPT_POSTFIELDSIZE_LARGE: {
-        curl_off_t n = idx == I_CURLOPT_POSTFIELDSIZE ? (curl_off_t)v.l : v.off;
-        /* as libcurl: a size larger than the one in force drops an
-         * earlier COPYPOSTFIELDS copy (any size, after an unsized copy) */
-        if (e->copied && e->postfields == e->copied && n > e->postsize) {
-            free(e->copied);
-            e->copied = NULL;
-            e->postfields = NULL;
-        }
-        e->postsize = n;
-        break;
-    }
+        return set_postsize(e, v.l);
+    case I_CURLOPT_POSTFIELDSIZE_LARGE:
+        return set_postsize(e, v.off);
     /* The method, moving between methods as libcurl's setopt.c does. */
     case I_CURLOPT_POST:
         e->method = v.l ? SHIM_METHOD_POST : SHIM_METHOD_GET;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_HTTPGET:
         if (v.l)
             e->method = SHIM_METHOD_GET;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_NOBODY:
         if (v.l)
             e->method = SHIM_METHOD_HEAD;
         else if (e->method == SHIM_METHOD_HEAD)
             e->method = SHIM_METHOD_GET;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_UPLOAD:
         e->method = v.l ? SHIM_METHOD_PUT : SHIM_METHOD_GET;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_HTTPPOST:
         e->method = SHIM_METHOD_POST_FORM;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_MIMEPOST:
         e->method = SHIM_METHOD_POST_MIME;
-        break;
+        return CURLE_OK;
     /* A body libcurl would read through the program's callbacks, and a
      * CURLOPT_CURLU URL. */
     case I_CURLOPT_READFUNCTION:
         e->src.read_cb = (curl_read_callback)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_READDATA:
         e->src.read_data = v.p;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_SEEKFUNCTION:
         e->src.seek_cb = (curl_seek_callback)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_SEEKDATA:
         e->src.seek_data = v.p;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_IOCTLFUNCTION:
         e->src.ioctl_cb = (curl_ioctl_callback)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_IOCTLDATA:
         e->src.ioctl_data = v.p;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_INFILESIZE:
         e->infilesize = v.l;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_INFILESIZE_LARGE:
         e->infilesize = v.off;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_CURLU:
         e->curlu = v.p;
-        break;
+        return CURLE_OK;
     /* How the answer is handed to the program: write and header callbacks,
      * failure and header options, the error buffer. */
     case I_CURLOPT_WRITEFUNCTION:
         e->write_cb = (shim_write_fn)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_WRITEDATA:
         e->write_data = v.p;
         e->write_data_set = 1;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_HEADERFUNCTION:
         e->header_cb = (shim_write_fn)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_HEADERDATA:
         e->header_data = v.p;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_FAILONERROR:
         e->failonerror = v.l;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_HEADER:
         e->include_header = v.l;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
-        break;
+        return CURLE_OK;
     /* What bounds and reports the transfer (limits.h). */
     case I_CURLOPT_TIMEOUT:
         e->lim.timeout_ms = v.l > 0 && v.l < LONG_MAX / 1000 ? v.l * 1000 : v.l > 0 ? LONG_MAX : 0;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_TIMEOUT_MS:
         e->lim.timeout_ms = v.l > 0 ? v.l : 0;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_NOPROGRESS:
         e->lim.noprogress = v.l != 0;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_XFERINFOFUNCTION:
         e->lim.xferinfo = (curl_xferinfo_callback)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_PROGRESSFUNCTION:
         e->lim.progress = (curl_progress_callback)v.fn;
-        break;
+        return CURLE_OK;
     case I_CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
         e->lim.progress_data = v.p;
-        break;
+        return CURLE_OK;
     /* What codeshim's own calls honour (CA, proxy, resolve) and the
      * connection callbacks relay.c runs on the program's thread. */
     case I_CURLOPT_CAINFO: case I_CURLOPT_CAPATH: case I_CURLOPT_PROXY: case I_CURLOPT_NOPROXY: {
         size_t i = idx - I_CURLOPT_CAINFO; /* net[]'s order (handles.h) */
         if (v.p || e->net[i]) /* the curl CLI unsets the proxy on every handle */
-            set_string(e, &e->net[i], v.p);
-        break;
+            return set_string(e, &e->net[i], v.p);
+        return CURLE_OK;
     }
-    case I_CURLOPT_OPENSOCKETFUNCTION: e->cbs.open = (curl_opensocket_callback)v.fn; break;
-    case I_CURLOPT_OPENSOCKETDATA: e->cbs.open_data = v.p; break;
-    case I_CURLOPT_SOCKOPTFUNCTION: e->cbs.sockopt = (curl_sockopt_callback)v.fn; break;
-    case I_CURLOPT_SOCKOPTDATA: e->cbs.sockopt_data = v.p; break;
-    case I_CURLOPT_CLOSESOCKETFUNCTION: e->cbs.close = (curl_closesocket_callback)v.fn; break;
-    case I_CURLOPT_CLOSESOCKETDATA: e->cbs.close_data = v.p; break;
-    case I_CURLOPT_PREREQFUNCTION: e->cbs.prereq = (curl_prereq_callback)v.fn; break;
-    case I_CURLOPT_PREREQDATA: e->cbs.prereq_data = v.p; break;
+    case I_CURLOPT_OPENSOCKETFUNCTION: e->cbs.open = (curl_opensocket_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_OPENSOCKETDATA: e->cbs.open_data = v.p; return CURLE_OK;
+    case I_CURLOPT_SOCKOPTFUNCTION: e->cbs.sockopt = (curl_sockopt_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_SOCKOPTDATA: e->cbs.sockopt_data = v.p; return CURLE_OK;
+    case I_CURLOPT_CLOSESOCKETFUNCTION: e->cbs.close = (curl_closesocket_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_CLOSESOCKETDATA: e->cbs.close_data = v.p; return CURLE_OK;
+    case I_CURLOPT_PREREQFUNCTION: e->cbs.prereq = (curl_prereq_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_PREREQDATA: e->cbs.prereq_data = v.p; return CURLE_OK;
     case I_CURLOPT_RESOLVER_START_FUNCTION:
         e->cbs.resolver = (curl_resolver_start_callback)v.fn;
-        break;
-    case I_CURLOPT_RESOLVER_START_DATA: e->cbs.resolver_data = v.p; break;
-    case I_CURLOPT_SSL_CTX_FUNCTION: e->cbs.ssl_ctx = (curl_ssl_ctx_callback)v.fn; break;
-    case I_CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; break;
+        return CURLE_OK;
+    case I_CURLOPT_RESOLVER_START_DATA: e->cbs.resolver_data = v.p; return CURLE_OK;
+    case I_CURLOPT_SSL_CTX_FUNCTION: e->cbs.ssl_ctx = (curl_ssl_ctx_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; return CURLE_OK;
     case I_CURLOPT_RESOLVE:
-        entry_free(e, e->net[4]);
-        e->net[4] = joined(v.p);
-        break;
+        return set_resolve(e, v.p);
     default:
-        break;
+        return CURLE_OK;
     }
 }
 
@@ -565,7 +587,7 @@ const uint32_t shim_handles_optkey[SHIM_OPT_SLOTS] = {
     RECORDED_OPTIONS(KEY) SHIM_CRED_OPTIONS(CRED_KEY)
 };
 #define INFO(o) [SHIM_OPT_SLOT(o)] = (uint8_t)(I_##o << 2 | SHIM_OPT_RECORD),
-#define CRED_INFO(o, slot, second, blob) [SHIM_OPT_SLOT(o)] = SHIM_OPT_CRED,
+#define CRED_INFO(o, slot, second, blob) [SHIM_OPT_SLOT(o)] = I_CRED << 2 | SHIM_OPT_CRED,
 const uint8_t shim_handles_optinfo[SHIM_OPT_SLOTS] = {
     RECORDED_OPTIONS(INFO) SHIM_CRED_OPTIONS(CRED_INFO)
 };
@@ -585,13 +607,14 @@ static void store_cred(struct entry *e, const struct shim_cred_update *cred)
 }
 
 /* A credential option into e, as a digest (a NULL clears). */
-static __attribute__((noinline)) void record_cred(struct entry *e, CURLoption opt,
-                                                  union shim_optval v)
+static __attribute__((noinline)) CURLcode record_cred(struct entry *e, CURLoption opt,
+                                                      union shim_optval v)
 {
     struct shim_cred_update cred;
 
     shim_identity_digest(&cred, opt, v.p);
     store_cred(e, &cred);
+    return CURLE_OK;
 }
 
 /* The first recorded option of a run on h (another handle's, or an entry
@@ -617,7 +640,7 @@ static __attribute__((noinline)) void record_locked(CURL *h, enum shim_flavor f,
         last.e = e;
         last.gen = gen;
         if (!is_cred) {
-            apply(e, info >> 2, v);
+            (void)apply(e, info >> 2, v);
         } else if (v.p || e->creds) {
             if (!v.p)
                 shim_identity_digest(&cred, opt, NULL);
@@ -636,16 +659,19 @@ static inline struct entry *last_entry(CURL *h)
 
 /* A recorded option (in its slot s of the tables) into h's entry e,
  * found without the lock; a NULL credential on a handle that never had
- * one changes nothing (the curl CLI clears five on every handle). */
-static inline __attribute__((always_inline)) void store(struct entry *e, unsigned s,
-                                                        union shim_optval v)
+ * one changes nothing (the curl CLI clears five on every handle). Out of
+ * line and ending in its calls (each returns CURLE_OK, the wrapper's
+ * answer then): the setopt wrapper keeps only these three across its
+ * call into libcurl, and storing needs no frame. */
+static __attribute__((noinline)) CURLcode stored(struct entry *e, size_t s, union shim_optval v)
 {
-    unsigned info = shim_handles_optinfo[s];
+    unsigned idx = shim_handles_optinfo[s] >> 2;
 
-    if ((info & 3) != SHIM_OPT_CRED)
-        apply(e, info >> 2, v);
-    else if (v.p || e->creds)
-        record_cred(e, (CURLoption)shim_handles_optkey[s], v);
+    if (idx != I_CRED)
+        return apply(e, idx, v);
+    if (v.p || e->creds)
+        return record_cred(e, (CURLoption)shim_handles_optkey[s], v);
+    return CURLE_OK;
 }
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
@@ -657,17 +683,9 @@ void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
     if (shim_handles_optkey[s] != (uint32_t)opt || !(info & 3))
         return;
     if ((e = last_entry(h)) != NULL)
-        store(e, s, v);
+        (void)stored(e, s, v);
     else
         record_locked(h, f, opt, v, create, info);
-}
-
-/* store, then libcurl's CURLE_OK: out of line, so that the setopt
- * wrapper keeps only these three across its call into libcurl. */
-static __attribute__((noinline)) CURLcode stored(struct entry *e, unsigned s, union shim_optval v)
-{
-    store(e, s, v);
-    return CURLE_OK;
 }
 
 /* shim_handles_setopt for a handle whose entry is not in last. */
@@ -693,14 +711,13 @@ static __attribute__((noinline)) CURLcode setopt_locked(const struct shim_curl_a
 CURLcode shim_handles_setopt(const struct shim_curl_api *api, CURL *h, CURLoption opt,
                              union shim_optval v, size_t s, const void *ret)
 {
-    unsigned info = shim_handles_optinfo[s];
     struct entry *e;
     CURLcode rc;
 
-    if (!(info & 3)) /* option 0, in an empty slot */
-        return shim_real_setopt(api, h, opt, v);
+    /* (option 0 matches an empty slot: libcurl refuses it, and apply()
+     * stores nothing for its number, I_NONE) */
     if (!(e = last_entry(h)))
-        return setopt_locked(api, h, opt, v, ret, info);
+        return setopt_locked(api, h, opt, v, ret, shim_handles_optinfo[s]);
     if ((rc = shim_real_setopt(api, h, opt, v)) != CURLE_OK)
         return rc;
     return stored(e, s, v);
@@ -776,18 +793,25 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
     enum shim_api kind = SHIM_API_NONE;
     struct entry *e;
     curl_off_t size;
-    int curlu;
+    int locked = 0;
 
     *read_body = 0;
     *stale = NULL;
-    pthread_mutex_lock(&lock);
-    e = find(h);
-    curlu = e && e->curlu;
-    if (curlu) { /* read without the lock, then looked up again */
-        pthread_mutex_unlock(&lock);
-        refresh_curlu(h);
+    /* h's entry is in last when this thread just set h's options: read
+     * without the lock, as setopt writes it. The lock for the table's
+     * look-up, a CURLU's URL, or an answer to drop (their count is
+     * every handle's). */
+    e = last_entry(h);
+    if (!e || e->curlu || e->ans.active) {
+        locked = 1;
         pthread_mutex_lock(&lock);
         e = find(h);
+        if (e && e->curlu) { /* read without the lock, then looked up again */
+            pthread_mutex_unlock(&lock);
+            refresh_curlu(h);
+            pthread_mutex_lock(&lock);
+            e = find(h);
+        }
     }
     if (e) {
         if (e->ans.active)
@@ -813,7 +837,8 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
                          (size < 0 || (uint64_t)size <= max_body);
         }
     }
-    pthread_mutex_unlock(&lock);
+    if (locked)
+        pthread_mutex_unlock(&lock);
     return kind;
 }
 

@@ -101,18 +101,9 @@ WRAPPER CURL *w_init(enum shim_flavor f, int in)
  * does not record is forwarded as it came, in a tail call. Elsewhere it
  * is read with va_arg by the option's type range, exactly as libcurl's
  * own setopt reads it. */
-#ifdef SHIM_SETOPT_ONE_REGISTER
-#define SETOPT_PARAM uint64_t arg
-#define SETOPT_GET(o, v) ((v).off = (curl_off_t)arg)
-#define SETOPT_FORWARD(api, h, o, v) (api)->easy_setopt(h, o, arg)
-/* curl_easy_getinfo's one argument, a pointer, the same way */
-#define GETINFO_PARAM void *out
-#define GETINFO_GET(i, o) ((o) = out)
-_Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) == 8,
-               "setopt's argument types are one 64-bit register");
-#else
-#define SETOPT_PARAM ...
-#define SETOPT_GET(o, v)                                                       \
+/* setopt's argument read from the variadic list, by the option's type
+ * range as libcurl's own setopt reads it. */
+#define SETOPT_VA(o, v)                                                        \
     do {                                                                       \
         va_list ap;                                                            \
         va_start(ap, o);                                                       \
@@ -128,7 +119,19 @@ _Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) ==
             (v).p = va_arg(ap, void *); /* struct curl_blob * */               \
         va_end(ap);                                                            \
     } while (0)
-#define SETOPT_FORWARD(api, h, o, v) shim_real_setopt(api, h, o, v)
+#ifdef SHIM_SETOPT_ONE_REGISTER
+#define SETOPT_PARAM uint64_t arg
+#define SETOPT_GET(o, v) ((v).off = (curl_off_t)arg)
+#define SETOPT_TO(fn, h, o, v) (fn)(h, o, arg)
+/* curl_easy_getinfo's one argument, a pointer, the same way */
+#define GETINFO_PARAM void *out
+#define GETINFO_GET(i, o) ((o) = out)
+_Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) == 8,
+               "setopt's argument types are one 64-bit register");
+#else
+#define SETOPT_PARAM ...
+#define SETOPT_GET(o, v) SETOPT_VA(o, v)
+#define SETOPT_TO(fn, h, o, v) shim_real_setopt_by(fn, h, o, v)
 #define GETINFO_PARAM ...
 #define GETINFO_GET(i, o)                                                      \
     do {                                                                       \
@@ -139,7 +142,18 @@ _Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) ==
     } while (0)
 #endif
 
-/* The build not yet bound (a setopt before any curl_easy_init). */
+/* Where each flavour's setopt wrapper sends an option codeshim does not
+ * record: the flavour's unbound stub until a setopt has bound the build
+ * (w_setopt_slow), then libcurl's curl_easy_setopt, one load and no check
+ * on the way. */
+static CURLcode shim_openssl_unbound(CURL *h, CURLoption o, ...);
+static CURLcode shim_gnutls_unbound(CURL *h, CURLoption o, ...);
+static CURLcode shim_nss_unbound(CURL *h, CURLoption o, ...);
+static shim_setopt_fn setopt_to[SHIM_NFLAVORS] = {shim_openssl_unbound, shim_gnutls_unbound,
+                                                  shim_nss_unbound};
+
+/* The build's setopt, found (and published to setopt_to) by the first
+ * setopt of the flavour: forwarded or recorded as the wrapper would. */
 static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, CURL *h, CURLoption o,
                                                         union shim_optval v, const void *ret)
 {
@@ -147,10 +161,24 @@ static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, CURL
 
     if (!api)
         return CURLE_FAILED_INIT;
+    __atomic_store_n(&setopt_to[f], api->easy_setopt, __ATOMIC_RELAXED);
     if (!shim_handles_wants(o))
         return shim_real_setopt(api, h, o, v);
     return shim_handles_setopt(api, h, o, v, SHIM_OPT_SLOT(o), ret);
 }
+
+/* setopt_to's start, per flavour: what the wrapper would do, by the slow
+ * way (reached by its tail call: the return address is its caller's). */
+#define UNBOUND(tag, F)                                                        \
+    static CURLcode tag##_unbound(CURL *h, CURLoption o, ...)                  \
+    {                                                                          \
+        union shim_optval v;                                                   \
+        SETOPT_VA(o, v);                                                       \
+        return w_setopt_slow(F, h, o, v, __builtin_return_address(0));         \
+    }
+UNBOUND(shim_openssl, SHIM_FLAVOR_OPENSSL)
+UNBOUND(shim_gnutls, SHIM_FLAVOR_GNUTLS)
+UNBOUND(shim_nss, SHIM_FLAVOR_NSS)
 
 WRAPPER CURLcode w_perform(enum shim_flavor f, int in, CURL *h)
 {
@@ -375,25 +403,17 @@ MULTI_BODY CURLMsg *w_minfo(enum shim_flavor f, int in, CURLM *m, int *left)
     return shim_multi_info_read(api, m, left);
 }
 
-/* Re-packs the one variadic argument by the option's type, as
- * curl_multi_setopt reads it. */
-MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, int in, CURLM *m, CURLMoption o, va_list ap)
+/* The one argument v (read by the entry point as setopt's is): to
+ * multi.c, or to libcurl by the option's type, as curl_multi_setopt
+ * reads it. */
+MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, int in, CURLM *m, CURLMoption o,
+                               union shim_optval v)
 {
     const struct shim_curl_api *api = shim_real(f);
-    union shim_optval v;
     CURLMcode rc;
 
     if (!api || !api->multi_setopt)
         return CURLM_INTERNAL_ERROR;
-    memset(&v, 0, sizeof(v));
-    if (o < CURLOPTTYPE_OBJECTPOINT)
-        v.l = va_arg(ap, long);
-    else if (o < CURLOPTTYPE_FUNCTIONPOINT)
-        v.p = va_arg(ap, void *);
-    else if (o < CURLOPTTYPE_OFF_T)
-        v.fn = va_arg(ap, void (*)(void));
-    else
-        v.off = va_arg(ap, curl_off_t);
     if (!direct(in))
         return shim_multi_setopt(api, m, o, v);
     if (o < CURLOPTTYPE_OBJECTPOINT)
@@ -441,6 +461,15 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
             shim_real_from_libcurl(a_, __builtin_return_address(0)) && a_->field) \
             return a_->field args;                                             \
     } while (0)
+
+/* curl_multi_setopt's INNER, where its argument is one register as it
+ * came (SETOPT_PARAM); elsewhere libcurl's own calls take the body's
+ * way (read by type, then straight to libcurl). */
+#ifdef SHIM_SETOPT_ONE_REGISTER
+#define MULTI_SETOPT_INNER(F, m, o) INNER(F, multi_setopt, (m, o, arg))
+#else
+#define MULTI_SETOPT_INNER(F, m, o) ((void)0)
+#endif
 
 #define MULTI_WRAPPERS(tag, F, VER)                                            \
     EXPORT __attribute__((symver("curl_multi_add_handle" VER))) CURLMcode      \
@@ -512,14 +541,12 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
         return w_minfo(F, FROM_LIBCURL(F), m, left);                           \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_setopt" VER))) CURLMcode          \
-        tag##_multi_setopt(CURLM *m, CURLMoption o, ...)                       \
+        tag##_multi_setopt(CURLM *m, CURLMoption o, SETOPT_PARAM)              \
     {                                                                          \
-        va_list ap;                                                            \
-        CURLMcode rc;                                                          \
-        va_start(ap, o);                                                       \
-        rc = w_msetopt(F, FROM_LIBCURL(F), m, o, ap);                          \
-        va_end(ap);                                                            \
-        return rc;                                                             \
+        union shim_optval v;                                                   \
+        MULTI_SETOPT_INNER(F, m, o);                                           \
+        SETOPT_GET(o, v);                                                      \
+        return w_msetopt(F, FROM_LIBCURL(F), m, o, v);                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_assign" VER))) CURLMcode          \
         tag##_multi_assign(CURLM *m, curl_socket_t s, void *p)                 \
@@ -543,13 +570,12 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
         tag##_easy_setopt(CURL *h, CURLoption o, SETOPT_PARAM)                 \
     {                                                                          \
         size_t s_ = SHIM_OPT_SLOT(o);                                          \
-        const struct shim_curl_api *api =                                      \
-            __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE);            \
+        const struct shim_curl_api *api;                                       \
         union shim_optval v;                                                   \
         SETOPT_GET(o, v);                                                      \
-        if (__builtin_expect(shim_handles_optkey[s_] != (uint32_t)o, 1) && api) \
-            return SETOPT_FORWARD(api, h, o, v);                               \
-        if (!api)                                                              \
+        if (__builtin_expect(shim_handles_optkey[s_] != (uint32_t)o, 1))       \
+            return SETOPT_TO(__atomic_load_n(&setopt_to[F], __ATOMIC_RELAXED), h, o, v); \
+        if (!(api = __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE)))   \
             return w_setopt_slow(F, h, o, v, __builtin_return_address(0));     \
         return shim_handles_setopt(api, h, o, v, s_, __builtin_return_address(0)); \
     }                                                                          \

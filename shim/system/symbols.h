@@ -15,9 +15,9 @@
 #ifndef SHIM_SYMBOLS_H
 #define SHIM_SYMBOLS_H
 
-/* curl_easy_setopt's argument after the option and curl_easy_getinfo's
- * after the info: "..." as libcurl declares them; preload.c redefines
- * them for its wrappers' prototypes. */
+/* curl_easy_setopt's (and curl_multi_setopt's) argument after the option
+ * and curl_easy_getinfo's after the info: "..." as libcurl declares them;
+ * preload.c redefines them for its wrappers' prototypes. */
 #define SHIM_SETOPT_ARG ...
 #define SHIM_GETINFO_ARG ...
 
@@ -46,7 +46,7 @@
     X(curl_multi_fdset, multi_fdset, CURLMcode, (CURLM *, fd_set *, fd_set *, fd_set *, int *)) \
     X(curl_multi_timeout, multi_timeout, CURLMcode, (CURLM *, long *))         \
     X(curl_multi_info_read, multi_info_read, CURLMsg *, (CURLM *, int *))      \
-    X(curl_multi_setopt, multi_setopt, CURLMcode, (CURLM *, CURLMoption, ...)) \
+    X(curl_multi_setopt, multi_setopt, CURLMcode, (CURLM *, CURLMoption, SHIM_SETOPT_ARG)) \
     X(curl_multi_assign, multi_assign, CURLMcode, (CURLM *, curl_socket_t, void *)) \
     X(curl_multi_cleanup, multi_cleanup, CURLMcode, (CURLM *))
 

@@ -76,11 +76,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * forbid using one handle from two threads at once; the table's chains
  * (e->next) are only ever changed under the lock. */
 static unsigned long gen;
+static const char no_handle; /* last.h until an entry is cached: no handle's address */
 static __thread struct {
     CURL *h;
     struct entry *e;
     unsigned long gen;
-} last;
+} last = {(CURL *)(uintptr_t)&no_handle, NULL, 0};
 static struct entry **buckets;
 static size_t nbuckets, nentries;
 /* How many entries each of NCLASSES classes of handle addresses holds
@@ -420,13 +421,17 @@ _Static_assert(I_CURLOPT_CAPATH == I_CURLOPT_CAINFO + 1 && I_CURLOPT_PROXY == I_
                    I_CURLOPT_NOPROXY == I_CURLOPT_CAINFO + 3,
                "CAINFO, CAPATH, PROXY and NOPROXY are net[0..3]");
 
-/* Records one recorded option (idx: its number) into e: one switch over
- * the recorded options, by concern. CURLE_OK (the setopt wrapper's
- * answer then) from every case, a string copied or a body dropped by a
- * call out of line that returns it: a tail call, storing needs no frame. */
-static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, unsigned idx,
+static CURLcode record_cred(struct entry *e, CURLoption opt, union shim_optval v);
+
+/* Records the recorded option in slot s of the tables into e: one switch
+ * over its number, by concern. CURLE_OK (the setopt wrapper's answer
+ * then) from every case, a string copied or a body dropped by a call out
+ * of line that returns it: a tail call, storing needs no frame. */
+static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, size_t s,
                                                             union shim_optval v)
 {
+    unsigned idx = shim_handles_optinfo[s] >> 2;
+
     switch (idx) {
     /* Where the request goes and what it is called: URL, custom request,
      * headers. */
@@ -569,6 +574,12 @@ static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, uns
     case I_CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; return CURLE_OK;
     case I_CURLOPT_RESOLVE:
         return set_resolve(e, v.p);
+    /* A credential, as a digest: a NULL one on a handle that never had
+     * one changes nothing (the curl CLI clears five on every handle). */
+    case I_CRED:
+        if (v.p || e->creds)
+            return record_cred(e, (CURLoption)shim_handles_optkey[s], v);
+        return CURLE_OK;
     default:
         return CURLE_OK;
     }
@@ -640,7 +651,7 @@ static __attribute__((noinline)) void record_locked(CURL *h, enum shim_flavor f,
         last.e = e;
         last.gen = gen;
         if (!is_cred) {
-            (void)apply(e, info >> 2, v);
+            (void)apply(e, SHIM_OPT_SLOT(opt), v);
         } else if (v.p || e->creds) {
             if (!v.p)
                 shim_identity_digest(&cred, opt, NULL);
@@ -665,13 +676,7 @@ static inline struct entry *last_entry(CURL *h)
  * call into libcurl, and storing needs no frame. */
 static __attribute__((noinline)) CURLcode stored(struct entry *e, size_t s, union shim_optval v)
 {
-    unsigned idx = shim_handles_optinfo[s] >> 2;
-
-    if (idx != I_CRED)
-        return apply(e, idx, v);
-    if (v.p || e->creds)
-        return record_cred(e, (CURLoption)shim_handles_optkey[s], v);
-    return CURLE_OK;
+    return apply(e, s, v);
 }
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
@@ -708,16 +713,17 @@ static __attribute__((noinline)) CURLcode setopt_locked(const struct shim_curl_a
  * the value and the slot to keep. Whether a handle libcurl made itself
  * may get an entry (not: only one already known is recorded) is asked
  * only when one is to be made. */
-CURLcode shim_handles_setopt(const struct shim_curl_api *api, CURL *h, CURLoption opt,
-                             union shim_optval v, size_t s, const void *ret)
+CURLcode shim_handles_setopt(CURL *h, CURLoption opt, union shim_optval v,
+                             const struct shim_curl_api *api, size_t s, const void *ret)
 {
     struct entry *e;
     CURLcode rc;
 
     /* (option 0 matches an empty slot: libcurl refuses it, and apply()
      * stores nothing for its number, I_NONE) */
-    if (!(e = last_entry(h)))
+    if (h != last.h || __atomic_load_n(&gen, __ATOMIC_ACQUIRE) != last.gen)
         return setopt_locked(api, h, opt, v, ret, shim_handles_optinfo[s]);
+    e = last.e; /* never NULL when last.h is a handle's */
     if ((rc = shim_real_setopt(api, h, opt, v)) != CURLE_OK)
         return rc;
     return stored(e, s, v);

@@ -160,9 +160,10 @@ static inline int shim_handles_wants(CURLoption opt)
  * answer. ret is the setopt wrapper's return address: a call from
  * libcurl's own code (shim_real_from_libcurl, with the guard up) records
  * only for a handle already known. The whole recorded setopt in one call
- * (handles.c). */
-CURLcode shim_handles_setopt(const struct shim_curl_api *api, CURL *h, CURLoption opt,
-                             union shim_optval v, size_t s, const void *ret);
+ * (handles.c), its first three libcurl's own, in the registers they came
+ * in. */
+CURLcode shim_handles_setopt(CURL *h, CURLoption opt, union shim_optval v,
+                             const struct shim_curl_api *api, size_t s, const void *ret);
 /* Records option opt for h if it is one codeshim needs. create=0 records
  * only for a handle already in the table (used while the guard is up). */
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,

@@ -164,7 +164,7 @@ static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, CURL
     __atomic_store_n(&setopt_to[f], api->easy_setopt, __ATOMIC_RELAXED);
     if (!shim_handles_wants(o))
         return shim_real_setopt(api, h, o, v);
-    return shim_handles_setopt(api, h, o, v, SHIM_OPT_SLOT(o), ret);
+    return shim_handles_setopt(h, o, v, api, SHIM_OPT_SLOT(o), ret);
 }
 
 /* setopt_to's start, per flavour: what the wrapper would do, by the slow
@@ -577,7 +577,7 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
             return SETOPT_TO(__atomic_load_n(&setopt_to[F], __ATOMIC_RELAXED), h, o, v); \
         if (!(api = __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE)))   \
             return w_setopt_slow(F, h, o, v, __builtin_return_address(0));     \
-        return shim_handles_setopt(api, h, o, v, s_, __builtin_return_address(0)); \
+        return shim_handles_setopt(h, o, v, api, s_, __builtin_return_address(0)); \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_perform" VER))) CURLcode           \
         tag##_easy_perform(CURL *h)                                            \

@@ -47,7 +47,7 @@ static struct shim_curl_api fake_api(void)
 static CURLcode set(const struct shim_curl_api *a, CURL *h, CURLoption o, union shim_optval v)
 {
     assert_int_not_equal(shim_handles_wants(o), 0);
-    return shim_handles_setopt(a, h, o, v, SHIM_OPT_SLOT(o), NULL);
+    return shim_handles_setopt(h, o, v, a, SHIM_OPT_SLOT(o), NULL);
 }
 
 static CURLcode set_p(const struct shim_curl_api *a, CURL *h, CURLoption o, const void *p)

@@ -643,7 +643,7 @@ static __attribute__((noinline)) void record_locked(CURL *h, enum shim_flavor f,
     if (is_cred && v.p)
         shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
     pthread_mutex_lock(&lock);
-    e = find(h);
+    e = nclass[hash(h, NCLASSES)] ? find(h) : NULL; /* a new handle's class is often empty */
     if (!e && create)
         e = insert(h, f);
     if (e) {

@@ -421,17 +421,13 @@ _Static_assert(I_CURLOPT_CAPATH == I_CURLOPT_CAINFO + 1 && I_CURLOPT_PROXY == I_
                    I_CURLOPT_NOPROXY == I_CURLOPT_CAINFO + 3,
                "CAINFO, CAPATH, PROXY and NOPROXY are net[0..3]");
 
-static CURLcode record_cred(struct entry *e, CURLoption opt, union shim_optval v);
-
-/* Records the recorded option in slot s of the tables into e: one switch
- * over its number, by concern. CURLE_OK (the setopt wrapper's answer
+/* Records the recorded option numbered idx into e: one switch over the
+ * numbers, by concern. CURLE_OK (the setopt wrapper's answer
  * then) from every case, a string copied or a body dropped by a call out
  * of line that returns it: a tail call, storing needs no frame. */
-static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, size_t s,
+static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, unsigned idx,
                                                             union shim_optval v)
 {
-    unsigned idx = shim_handles_optinfo[s] >> 2;
-
     switch (idx) {
     /* Where the request goes and what it is called: URL, custom request,
      * headers. */
@@ -574,12 +570,6 @@ static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, siz
     case I_CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; return CURLE_OK;
     case I_CURLOPT_RESOLVE:
         return set_resolve(e, v.p);
-    /* A credential, as a digest: a NULL one on a handle that never had
-     * one changes nothing (the curl CLI clears five on every handle). */
-    case I_CRED:
-        if (v.p || e->creds)
-            return record_cred(e, (CURLoption)shim_handles_optkey[s], v);
-        return CURLE_OK;
     default:
         return CURLE_OK;
     }
@@ -651,7 +641,7 @@ static __attribute__((noinline)) void record_locked(CURL *h, enum shim_flavor f,
         last.e = e;
         last.gen = gen;
         if (!is_cred) {
-            (void)apply(e, SHIM_OPT_SLOT(opt), v);
+            (void)apply(e, info >> 2, v);
         } else if (v.p || e->creds) {
             if (!v.p)
                 shim_identity_digest(&cred, opt, NULL);
@@ -668,6 +658,51 @@ static inline struct entry *last_entry(CURL *h)
     return h == last.h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last.gen ? last.e : NULL;
 }
 
+/* The options whose zero (0 or NULL) stores zero into one field of an
+ * entry and changes nothing else, by number: that field's offset + 1 (0:
+ * not such an option; a credential's field is the pointer to the
+ * digests, NULL until one was set). A zero set while the field is zero
+ * changes nothing, and the setopt wrapper forwards it without storing:
+ * the curl CLI sets ten of them on every handle (no credentials, no
+ * proxy, no custom request, no timeout, ...). */
+#define ZERO_FIELD(f) (uint16_t)(offsetof(struct entry, f) + 1)
+static const uint16_t zero_field[I_END] = {
+    [I_CURLOPT_CUSTOMREQUEST] = ZERO_FIELD(custom_request),
+    [I_CURLOPT_HTTPHEADER] = ZERO_FIELD(headers),
+    [I_CURLOPT_FAILONERROR] = ZERO_FIELD(failonerror),
+    [I_CURLOPT_HEADER] = ZERO_FIELD(include_header),
+    [I_CURLOPT_ERRORBUFFER] = ZERO_FIELD(errorbuffer),
+    [I_CURLOPT_TIMEOUT] = ZERO_FIELD(lim.timeout_ms),
+    [I_CURLOPT_TIMEOUT_MS] = ZERO_FIELD(lim.timeout_ms),
+    [I_CURLOPT_CAINFO] = ZERO_FIELD(net[0]),
+    [I_CURLOPT_CAPATH] = ZERO_FIELD(net[1]),
+    [I_CURLOPT_PROXY] = ZERO_FIELD(net[2]),
+    [I_CURLOPT_NOPROXY] = ZERO_FIELD(net[3]),
+    [I_CRED] = ZERO_FIELD(creds),
+};
+#undef ZERO_FIELD
+_Static_assert(sizeof(((struct entry *)0)->custom_request) == 8 &&
+                   sizeof(((struct entry *)0)->headers) == 8 &&
+                   sizeof(((struct entry *)0)->failonerror) == 8 &&
+                   sizeof(((struct entry *)0)->include_header) == 8 &&
+                   sizeof(((struct entry *)0)->errorbuffer) == 8 &&
+                   sizeof(((struct entry *)0)->lim.timeout_ms) == 8 &&
+                   sizeof(((struct entry *)0)->net[0]) == 8 &&
+                   sizeof(((struct entry *)0)->creds) == 8,
+               "zero_field's fields are read as 8 bytes");
+
+/* Whether a zero for the option numbered idx changes nothing in e. */
+static inline int zero_is_kept(const struct entry *e, unsigned idx)
+{
+    uint64_t x;
+    unsigned off = zero_field[idx];
+
+    if (!off)
+        return 0;
+    memcpy(&x, (const char *)e + off - 1, sizeof(x));
+    return x == 0;
+}
+
 /* A recorded option (in its slot s of the tables) into h's entry e,
  * found without the lock; a NULL credential on a handle that never had
  * one changes nothing (the curl CLI clears five on every handle). Out of
@@ -676,7 +711,13 @@ static inline struct entry *last_entry(CURL *h)
  * call into libcurl, and storing needs no frame. */
 static __attribute__((noinline)) CURLcode stored(struct entry *e, size_t s, union shim_optval v)
 {
-    return apply(e, s, v);
+    unsigned idx = shim_handles_optinfo[s] >> 2;
+
+    if (idx < I_CRED)
+        return apply(e, idx, v);
+    if (v.p || e->creds)
+        return record_cred(e, (CURLoption)shim_handles_optkey[s], v);
+    return CURLE_OK;
 }
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
@@ -724,6 +765,8 @@ CURLcode shim_handles_setopt(CURL *h, CURLoption opt, union shim_optval v,
     if (h != last.h || __atomic_load_n(&gen, __ATOMIC_ACQUIRE) != last.gen)
         return setopt_locked(api, h, opt, v, ret, shim_handles_optinfo[s]);
     e = last.e; /* never NULL when last.h is a handle's */
+    if (!v.off && zero_is_kept(e, shim_handles_optinfo[s] >> 2))
+        return shim_real_setopt(api, h, opt, v); /* nothing to store: libcurl's answer */
     if ((rc = shim_real_setopt(api, h, opt, v)) != CURLE_OK)
         return rc;
     return stored(e, s, v);

@@ -2,8 +2,8 @@
  * the tables behind shim_handles_wants): every option the interception
  * reads is recorded into its own field, libcurl's refusal records
  * nothing, a run of options on one handle stays on its entry while other
- * handles come and go, and an entry kept for the next handle starts
- * clean. Handles are fake pointer values (the table never dereferences
+ * handles come and go, an entry kept for the next handle starts clean,
+ * and a zero that changes nothing is forwarded without being stored. Handles are fake pointer values (the table never dereferences
  * them); the "libcurl" is a fake setopt that answers what the test says.
  * Every test forgets what it recorded. */
 #include <setjmp.h>
@@ -439,6 +439,92 @@ static void forget_finds_every_entry(void **state)
     assert_int_equal(shim_handles_count(), 0);
 }
 
+/* The options a zero of which the wrapper may forward unstored, each
+ * with a value to set before its zero, and its field in a view (as
+ * 8 bytes: a pointer or a long; a credential's is a digest slot). */
+struct zprobe {
+    CURLoption opt;
+    int type;
+    uintptr_t value;
+    size_t field; /* offsetof(struct shim_handle_view, ...) */
+};
+#define VF(f) offsetof(struct shim_handle_view, f)
+static const struct zprobe zprobes[] = {
+    {CURLOPT_CUSTOMREQUEST, PTR, (uintptr_t)"PATCH", VF(custom_request)},
+    {CURLOPT_HTTPHEADER, PTR, 0x2001, VF(headers)},
+    {CURLOPT_FAILONERROR, LONGV, 1, VF(failonerror)},
+    {CURLOPT_HEADER, LONGV, 1, VF(include_header)},
+    {CURLOPT_ERRORBUFFER, PTR, 0x2002, VF(errorbuffer)},
+    {CURLOPT_TIMEOUT, LONGV, 3, VF(lim.timeout_ms)},
+    {CURLOPT_TIMEOUT_MS, LONGV, 700, VF(lim.timeout_ms)},
+    {CURLOPT_CAINFO, PTR, (uintptr_t)"/ca/file", VF(net[0])},
+    {CURLOPT_CAPATH, PTR, (uintptr_t)"/ca/dir", VF(net[1])},
+    {CURLOPT_PROXY, PTR, (uintptr_t)"http://proxy.test", VF(net[2])},
+    {CURLOPT_NOPROXY, PTR, (uintptr_t)"localhost", VF(net[3])},
+};
+
+static uint64_t field_of(const struct shim_handle_view *v, size_t off)
+{
+    uint64_t x;
+
+    memcpy(&x, (const char *)v + off, sizeof(x));
+    return x;
+}
+
+/* A zero (0, NULL) set while its field is still zero is forwarded
+ * without being stored; one set after a value clears it, each option on
+ * its own (every other field zero). Either way libcurl gets the call. */
+static void zeros_reach_libcurl_and_clear(void **state)
+{
+    struct shim_curl_api a = fake_api();
+    struct shim_handle_view v;
+    CURL *h = H(0x58000);
+    union shim_optval zero;
+    size_t i;
+    int calls, k;
+
+    (void)state;
+    fake_rc = CURLE_OK;
+    memset(&zero, 0, sizeof(zero));
+    for (i = 0; i < sizeof(zprobes) / sizeof(zprobes[0]); i++) {
+        set_p(&a, h, CURLOPT_URL, "http://up.test/v1/responses");
+        for (k = 0; k < 2; k++) { /* k 0: a zero onto zero; k 1: a value, then zero */
+            if (k) {
+                struct probe p = {zprobes[i].opt, zprobes[i].type, zprobes[i].value};
+                set(&a, h, zprobes[i].opt, probe_value(&p));
+                assert_int_equal(shim_handles_view(h, &v), 0);
+                assert_true(field_of(&v, zprobes[i].field) != 0);
+                shim_handle_view_free(&v);
+            }
+            calls = fake_calls;
+            assert_int_equal(set(&a, h, zprobes[i].opt, zero), CURLE_OK);
+            assert_int_equal(fake_calls - calls, 1);
+            assert_int_equal(shim_handles_view(h, &v), 0);
+            assert_true(field_of(&v, zprobes[i].field) == 0);
+            assert_string_equal(v.url, "http://up.test/v1/responses");
+            shim_handle_view_free(&v);
+        }
+        shim_handles_forget(h);
+    }
+    /* a credential: a NULL clears the one set, another NULL changes nothing */
+    set_p(&a, h, CURLOPT_USERPWD, NULL);
+    set_p(&a, h, CURLOPT_USERPWD, "user:secret");
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    assert_string_not_equal(v.creds.d[SHIM_CRED_USER], "");
+    shim_handle_view_free(&v);
+    set_p(&a, h, CURLOPT_USERPWD, NULL);
+    set_p(&a, h, CURLOPT_SSLKEY, NULL);
+    assert_int_equal(shim_handles_view(h, &v), 0);
+    for (k = 0; k < SHIM_CRED_NSLOTS; k++)
+        assert_string_equal(v.creds.d[k], "");
+    shim_handle_view_free(&v);
+    /* a zero refused by libcurl: its answer */
+    fake_rc = CURLE_UNKNOWN_OPTION;
+    assert_int_equal(set_p(&a, h, CURLOPT_PROXY, NULL), CURLE_UNKNOWN_OPTION);
+    fake_rc = CURLE_OK;
+    shim_handles_forget(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +535,7 @@ int main(void)
         cmocka_unit_test(a_kept_entry_starts_clean),
         cmocka_unit_test(strings_beyond_the_entrys_room),
         cmocka_unit_test(forget_finds_every_entry),
+        cmocka_unit_test(zeros_reach_libcurl_and_clear),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

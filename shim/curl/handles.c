@@ -74,7 +74,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * Writing an entry without the lock is safe because only calls on its own
  * handle free it or read the fields setopt writes, and libcurl's rules
  * forbid using one handle from two threads at once; the table's chains
- * (e->next) are only ever changed under the lock. */
+ * (e->next) are only ever changed under the lock. The pass-through
+ * check at perform (shim_handles_begin) reads the entry the same way. */
 static unsigned long gen;
 static const char no_handle; /* last.h until an entry is cached: no handle's address */
 static __thread struct {
@@ -374,34 +375,28 @@ static __attribute__((noinline)) CURLcode set_resolve(struct entry *e, const str
  * (SHIM_CRED_OPTIONS: kept as digests, identity.h). */
 #define RECORDED_OPTIONS(R)                                                   \
     /* where the request goes */                                              \
-    R(CURLOPT_URL) R(CURLOPT_CUSTOMREQUEST)                                   \
-    R(CURLOPT_HTTPHEADER)                                                     \
+    R(CURLOPT_URL) R(CURLOPT_CUSTOMREQUEST) R(CURLOPT_HTTPHEADER)             \
     /* an in-memory body */                                                   \
-    R(CURLOPT_POSTFIELDS) R(CURLOPT_COPYPOSTFIELDS)                           \
-    R(CURLOPT_POSTFIELDSIZE)                                                  \
+    R(CURLOPT_POSTFIELDS) R(CURLOPT_COPYPOSTFIELDS) R(CURLOPT_POSTFIELDSIZE)  \
     R(CURLOPT_POSTFIELDSIZE_LARGE)                                            \
     /* the method */                                                          \
-    R(CURLOPT_POST) R(CURLOPT_HTTPGET)                                        \
-    R(CURLOPT_NOBODY) R(CURLOPT_UPLOAD)                                       \
+    R(CURLOPT_POST) R(CURLOPT_HTTPGET) R(CURLOPT_NOBODY) R(CURLOPT_UPLOAD)    \
     R(CURLOPT_HTTPPOST) R(CURLOPT_MIMEPOST)                                   \
     /* a body read through callbacks */                                       \
-    R(CURLOPT_READFUNCTION) R(CURLOPT_READDATA)                               \
-    R(CURLOPT_SEEKFUNCTION) R(CURLOPT_SEEKDATA)                               \
-    R(CURLOPT_IOCTLFUNCTION) R(CURLOPT_IOCTLDATA)                             \
-    R(CURLOPT_INFILESIZE) R(CURLOPT_INFILESIZE_LARGE)                         \
-    R(CURLOPT_CURLU)                                                          \
+    R(CURLOPT_READFUNCTION) R(CURLOPT_READDATA) R(CURLOPT_SEEKFUNCTION)       \
+    R(CURLOPT_SEEKDATA) R(CURLOPT_IOCTLFUNCTION) R(CURLOPT_IOCTLDATA)         \
+    R(CURLOPT_INFILESIZE) R(CURLOPT_INFILESIZE_LARGE) R(CURLOPT_CURLU)        \
     /* delivery */                                                            \
-    R(CURLOPT_WRITEFUNCTION) R(CURLOPT_WRITEDATA)                             \
-    R(CURLOPT_HEADERFUNCTION) R(CURLOPT_HEADERDATA)                           \
-    R(CURLOPT_FAILONERROR) R(CURLOPT_HEADER)                                  \
+    R(CURLOPT_WRITEFUNCTION) R(CURLOPT_WRITEDATA) R(CURLOPT_HEADERFUNCTION)   \
+    R(CURLOPT_HEADERDATA) R(CURLOPT_FAILONERROR) R(CURLOPT_HEADER)            \
     R(CURLOPT_ERRORBUFFER)                                                    \
     /* limits and progress */                                                 \
-    R(CURLOPT_TIMEOUT) R(CURLOPT_TIMEOUT_MS)                                  \
-    R(CURLOPT_NOPROGRESS) R(CURLOPT_XFERINFOFUNCTION)                         \
-    R(CURLOPT_PROGRESSFUNCTION) R(CURLOPT_XFERINFODATA)                       \
+    R(CURLOPT_TIMEOUT) R(CURLOPT_TIMEOUT_MS) R(CURLOPT_NOPROGRESS)            \
+    R(CURLOPT_XFERINFOFUNCTION) R(CURLOPT_PROGRESSFUNCTION)                   \
+    R(CURLOPT_XFERINFODATA)                                                   \
     /* what codeshim's own calls honour */                                    \
-    R(CURLOPT_CAINFO) R(CURLOPT_CAPATH) R(CURLOPT_PROXY)                      \
-    R(CURLOPT_NOPROXY) R(CURLOPT_RESOLVE)                                     \
+    R(CURLOPT_CAINFO) R(CURLOPT_CAPATH) R(CURLOPT_PROXY) R(CURLOPT_NOPROXY)   \
+    R(CURLOPT_RESOLVE)                                                        \
     /* the connection callbacks relay.c runs on the program's thread */       \
     R(CURLOPT_OPENSOCKETFUNCTION) R(CURLOPT_OPENSOCKETDATA)                   \
     R(CURLOPT_SOCKOPTFUNCTION) R(CURLOPT_SOCKOPTDATA)                         \

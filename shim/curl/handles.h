@@ -7,9 +7,11 @@
  * transfer so curl_easy_getinfo can report it. State follows
  * curl_easy_reset, curl_easy_duphandle and curl_easy_cleanup; one mutex
  * guards the whole table and is never held while calling out. Options
- * codeshim does not record cost the setopt wrapper one table load
- * (shim_handles_wants); a run of recorded options on one handle finds its
- * entry without the lock (handles.c).
+ * codeshim does not record cost the setopt wrapper one table compare
+ * (shim_handles_optkey); a recorded one is one call here
+ * (shim_handles_setopt), where a run of recorded options on one handle
+ * finds its entry without the lock, as the pass-through check at perform
+ * does (handles.c).
  *
  * Memory the program gave libcurl (POSTFIELDS, HTTPHEADER lists, userdata,
  * ERRORBUFFER) is borrowed, never freed or written except ERRORBUFFER on a

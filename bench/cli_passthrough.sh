@@ -1,13 +1,14 @@
 #!/bin/sh
 # bench/cli_passthrough.sh URL LIB BODY - row 1c of make bench: what
-# codeshim costs the curl CLI, which sets some 90 options per transfer
-# (about 30 of them ones codeshim records). 300 plain POSTs of BODY to
+# codeshim costs the curl CLI, which sets some 85 options per transfer
+# (26 of them ones codeshim records). 300 plain POSTs of BODY to
 # URL/responses made by one curl process (a config file of 300 transfers
 # joined by "next": each transfer gets its own handle and sets every
 # option again, as 300 requests from the CLI do), counted by callgrind
-# with and without LIB preloaded; three pairs, median and range of the
-# ratios, and the instructions spent in LIB itself. Measured, never
-# asserted.
+# with and without LIB preloaded; PAIRS pairs (default five: libcurl's
+# own perform varies by some 0.1 % from run to run, as much as codeshim
+# gains from one change), median and range of the ratios, and the
+# instructions spent in LIB itself. Measured, never asserted.
 set -eu
 url=$1 lib=$2 body=$3
 tmp=$(mktemp -d)
@@ -30,7 +31,7 @@ icount() {
         END { print t, s, p }'
 }
 : > "$tmp/ir"
-for _ in 1 2 3; do
+for _ in $(seq "${PAIRS:-5}"); do
     echo "$(icount "") $(icount "$lib")" >> "$tmp/ir" # base 0 bperf preloaded own perf
 done
 awk '{ r[NR] = $4 / $1; o[NR] = $5; d[NR] = $4 - $1; q[NR] = ($4 - $6 + $3) / $1 }

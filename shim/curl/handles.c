@@ -2,11 +2,14 @@
  * handles.h. A chained hash table keyed by the CURL* address, one global
  * mutex (socket_wrapper's lesson: per-entry locks multiply fork cost). */
 #include "curl/handles.h"
+#include "base/guard.h"
+#include "system/config.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@ struct answer {
     char *content_type, *effective_url, *scheme;
 };
 
+#define ENTRY_STRINGS 256
 struct entry {
     struct entry *next;
     CURL *h;
@@ -46,10 +50,20 @@ struct entry {
     char *errorbuffer;
     struct shim_handle_limits lim; /* timeout and progress (limits.h) */
     struct shim_handle_cbs cbs;    /* connection callbacks (handles.h) */
-    struct shim_creds creds; /* digests: a credential itself is never kept */
-    int creds_set;           /* a credential option was ever set non-NULL */
+    /* digests (a credential itself is never kept), allocated when the
+     * first one is set non-NULL: most handles carry none, and without
+     * them an entry fits malloc's per-thread cache; creds_lost: that
+     * allocation failed (the view then fails: no identity is guessed) */
+    struct shim_creds *creds;
+    int creds_lost;
     char *net[SHIM_HANDLE_NET]; /* CA file, CA path, proxy, no-proxy */
     struct answer ans;
+    /* Room for the entry's own string copies (URL, custom request, net),
+     * used from the start and never reclaimed before a reset; what does
+     * not fit is malloc'd (entry_dup): a handle's URL and CA file cost no
+     * allocation of their own. */
+    size_t strings_used;
+    char strings[ENTRY_STRINGS];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,13 +74,25 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * Writing an entry without the lock is safe because only calls on its own
  * handle free it or read the fields setopt writes, and libcurl's rules
  * forbid using one handle from two threads at once; the table's chains
- * (e->next) are only ever changed under the lock. */
+ * (e->next) are only ever changed under the lock. The pass-through
+ * check at perform (shim_handles_begin) reads the entry the same way. */
 static unsigned long gen;
-static __thread CURL *last_h;
-static __thread struct entry *last_e;
-static __thread unsigned long last_gen;
+static const char no_handle; /* last.h until an entry is cached: no handle's address */
+static __thread struct {
+    CURL *h;
+    struct entry *e;
+    unsigned long gen;
+} last = {(CURL *)(uintptr_t)&no_handle, NULL, 0};
 static struct entry **buckets;
 static size_t nbuckets, nentries;
+/* How many entries each of NCLASSES classes of handle addresses holds
+ * (changed under the lock): a handle whose class holds none has no
+ * entry, which shim_handles_forget tells without the lock (every handle
+ * a program makes is forgotten when made, and libcurl's own, which have
+ * none, when cleaned up). A handle with an entry was recorded before its
+ * owner's call, so the count that call reads includes it. */
+#define NCLASSES 64
+static unsigned long nclass[NCLASSES];
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void prepare(void) { pthread_mutex_lock(&lock); }
@@ -116,15 +142,12 @@ static int grow(void)
     return 0;
 }
 
-/* How many entries hold an active synthetic answer (changed under the
- * lock): while none does, as in a program codeshim only passes through,
- * curl_easy_getinfo asks libcurl without taking the lock. */
-static unsigned long nanswers;
+unsigned long shim_handles_nanswers; /* see handles.h */
 
 static void clear_answer(struct answer *a)
 {
     if (a->active)
-        __atomic_store_n(&nanswers, nanswers - 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&shim_handles_nanswers, shim_handles_nanswers - 1, __ATOMIC_RELAXED);
     free(a->content_type);
     free(a->effective_url);
     free(a->scheme);
@@ -140,19 +163,59 @@ static void init_opts(struct entry *e)
     e->lim.noprogress = 1; /* libcurl's default */
 }
 
+/* A copy of s (NULL: none) that e owns, in its own room when it fits. */
+static char *entry_dup(struct entry *e, const char *s)
+{
+    size_t n;
+
+    if (!s)
+        return NULL;
+    n = strlen(s) + 1;
+    if (n <= ENTRY_STRINGS - e->strings_used) {
+        char *p = e->strings + e->strings_used;
+        memcpy(p, s, n);
+        e->strings_used += n;
+        return p;
+    }
+    return strdup(s);
+}
+
+/* Frees a string e owns (entry_dup, or a malloc'd one). */
+static void entry_free(struct entry *e, char *p)
+{
+    if (p && (uintptr_t)p - (uintptr_t)e->strings >= ENTRY_STRINGS)
+        free(p);
+}
+
+/* free(p), without the call for NULL: most of an entry's are. */
+static inline void free_set(void *p)
+{
+    if (p)
+        free(p);
+}
+
 static void free_opts(struct entry *e)
 {
     size_t i;
 
     for (i = 0; i < SHIM_HANDLE_NET; i++)
-        free(e->net[i]);
-    free(e->url);
-    free(e->custom_request);
-    free(e->copied);
-    free(e->giveback);
+        entry_free(e, e->net[i]);
+    entry_free(e, e->url);
+    entry_free(e, e->custom_request);
+    free_set(e->copied);
+    free_set(e->creds);
+    free_set(e->giveback);
     e->giveback = NULL;
-    clear_answer(&e->ans);
+    if (e->ans.active) /* an answer not active holds nothing */
+        clear_answer(&e->ans);
 }
+
+/* Entries of handles cleaned up, kept (under the lock) for the next
+ * handles, at most SPARE_MAX: a program that makes a handle a transfer
+ * allocates no entry after its first. */
+#define SPARE_MAX 4
+static struct entry *spare;
+static size_t nspare;
 
 static struct entry *insert(CURL *h, enum shim_flavor f)
 {
@@ -162,9 +225,13 @@ static struct entry *insert(CURL *h, enum shim_flavor f)
     pthread_once(&atfork_once, register_atfork);
     if (nentries >= nbuckets && grow() < 0 && !nbuckets)
         return NULL;
-    e = calloc(1, sizeof(*e));
-    if (!e)
+    if ((e = spare) != NULL) {
+        spare = e->next;
+        nspare--;
+        memset(e, 0, offsetof(struct entry, strings)); /* its strings' room is unused */
+    } else if (!(e = calloc(1, sizeof(*e)))) {
         return NULL;
+    }
     e->h = h;
     e->flavor = f;
     init_opts(e);
@@ -172,6 +239,8 @@ static struct entry *insert(CURL *h, enum shim_flavor f)
     e->next = buckets[b];
     buckets[b] = e;
     nentries++;
+    b = hash(h, NCLASSES);
+    __atomic_store_n(&nclass[b], nclass[b] + 1, __ATOMIC_RELAXED);
     return e;
 }
 
@@ -185,8 +254,16 @@ static void unlink_entry(CURL *h)
         if (e->h == h) {
             *pp = e->next;
             free_opts(e);
-            free(e);
+            if (nspare < SPARE_MAX) {
+                e->next = spare;
+                spare = e;
+                nspare++;
+            } else {
+                free(e);
+            }
             nentries--;
+            __atomic_store_n(&nclass[hash(h, NCLASSES)], nclass[hash(h, NCLASSES)] - 1,
+                             __ATOMIC_RELAXED);
             __atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
             return;
         }
@@ -198,11 +275,20 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* A string option's copy replaces the one before (NULL: unset). Out of
+ * line, so that recording a plain value saves no registers. */
+static __attribute__((noinline)) CURLcode set_string(struct entry *e, char **slot, const char *s)
+{
+    entry_free(e, *slot);
+    *slot = entry_dup(e, s);
+    return CURLE_OK;
+}
+
 /* A CURLOPT_RESOLVE list as one string, its entries joined by '\n' (an
  * entry holding one is left out), at most RESOLVE_MAX bytes; NULL for an
  * empty list (or no memory: the option then does not apply). */
 #define RESOLVE_MAX 16384
-static char *joined(const struct curl_slist *l)
+static __attribute__((noinline)) char *joined(const struct curl_slist *l)
 {
     char *out = NULL;
     size_t n = 0;
@@ -237,353 +323,448 @@ static enum shim_api url_api(struct entry *e)
     return e->url_api;
 }
 
-/* Where the request goes and what it is called: URL, custom request,
- * headers. 1 when opt is one of these. */
-static int apply_target(struct entry *e, CURLoption opt, union shim_optval v)
+/* COPYPOSTFIELDS: src copied at the size in force (NULL: none); the
+ * method becomes POST. */
+static __attribute__((noinline)) CURLcode copy_postfields(struct entry *e, const char *src)
 {
-    switch (opt) {
-    case CURLOPT_URL:
-        free(e->url);
-        e->url = dup_or_null(v.p);
-        e->url_known = 0;
-        break;
-    case CURLOPT_CUSTOMREQUEST:
-        free(e->custom_request);
-        e->custom_request = dup_or_null(v.p);
-        break;
-    case CURLOPT_HTTPHEADER:
-        e->headers = v.p;
-        break;
-    default:
-        return 0;
+    size_t n;
+
+    free(e->copied);
+    e->copied = NULL;
+    e->copied_len = 0;
+    e->postfields = NULL;
+    if (src) {
+        n = e->postsize >= 0 ? (size_t)e->postsize : strlen(src);
+        e->copied = malloc(n + 1);
+        if (e->copied) {
+            memcpy(e->copied, src, n);
+            e->copied[n] = '\0';
+            e->copied_len = n;
+            e->postfields = e->copied;
+        }
     }
-    return 1;
+    e->method = SHIM_METHOD_POST;
+    return CURLE_OK;
 }
 
-/* An in-memory body: POSTFIELDS (borrowed), COPYPOSTFIELDS (copied at
- * the size in force) and that size; either body makes the method POST. */
-static int apply_postfields(struct entry *e, CURLoption opt, union shim_optval v)
+/* POSTFIELDSIZE(_LARGE) n. As libcurl: a size larger than the one in
+ * force drops an earlier COPYPOSTFIELDS copy (any size, after an unsized
+ * copy). Out of line, as every call apply() makes: its stores need no
+ * frame. */
+static __attribute__((noinline)) CURLcode set_postsize(struct entry *e, curl_off_t n)
 {
-    switch (opt) {
-    case CURLOPT_POSTFIELDS:
-        e->postfields = v.p;
-        e->method = SHIM_METHOD_POST;
-        break;
-    case CURLOPT_COPYPOSTFIELDS: {
-        const char *src = v.p;
-        size_t n;
+    if (e->copied && e->postfields == e->copied && n > e->postsize) {
         free(e->copied);
         e->copied = NULL;
-        e->copied_len = 0;
         e->postfields = NULL;
-        if (src) {
-            n = e->postsize >= 0 ? (size_t)e->postsize : strlen(src);
-            e->copied = malloc(n + 1);
-            if (e->copied) {
-                memcpy(e->copied, src, n);
-                e->copied[n] = '\0';
-                e->copied_len = n;
-                e->postfields = e->copied;
-            }
-        }
-        e->method = SHIM_METHOD_POST;
-        break;
     }
-    case CURLOPT_POSTFIELDSIZE:
-    case CURLOPT_POSTFIELDSIZE_LARGE: {
-        curl_off_t n = opt == CURLOPT_POSTFIELDSIZE ? (curl_off_t)v.l : v.off;
-        /* as libcurl: a size larger than the one in force drops an
-         * earlier COPYPOSTFIELDS copy (any size, after an unsized copy) */
-        if (e->copied && e->postfields == e->copied && n > e->postsize) {
-            free(e->copied);
-            e->copied = NULL;
-            e->postfields = NULL;
-        }
-        e->postsize = n;
-        break;
-    }
-    default:
-        return 0;
-    }
-    return 1;
+    e->postsize = n;
+    return CURLE_OK;
 }
 
-/* The method, moving between methods as libcurl's setopt.c does. */
-static int apply_method(struct entry *e, CURLoption opt, union shim_optval v)
+/* CURLOPT_RESOLVE's list l, as net[4]. */
+static __attribute__((noinline)) CURLcode set_resolve(struct entry *e, const struct curl_slist *l)
 {
-    switch (opt) {
-    case CURLOPT_POST:
+    entry_free(e, e->net[4]);
+    e->net[4] = joined(l);
+    return CURLE_OK;
+}
+
+/* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
+ * stores, by concern, SHIM_OPT_CRED for the credentials
+ * (SHIM_CRED_OPTIONS: kept as digests, identity.h). */
+#define RECORDED_OPTIONS(R)                                                   \
+    /* where the request goes */                                              \
+    R(CURLOPT_URL) R(CURLOPT_CUSTOMREQUEST) R(CURLOPT_HTTPHEADER)             \
+    /* an in-memory body */                                                   \
+    R(CURLOPT_POSTFIELDS) R(CURLOPT_COPYPOSTFIELDS) R(CURLOPT_POSTFIELDSIZE)  \
+    R(CURLOPT_POSTFIELDSIZE_LARGE)                                            \
+    /* the method */                                                          \
+    R(CURLOPT_POST) R(CURLOPT_HTTPGET) R(CURLOPT_NOBODY) R(CURLOPT_UPLOAD)    \
+    R(CURLOPT_HTTPPOST) R(CURLOPT_MIMEPOST)                                   \
+    /* a body read through callbacks */                                       \
+    R(CURLOPT_READFUNCTION) R(CURLOPT_READDATA) R(CURLOPT_SEEKFUNCTION)       \
+    R(CURLOPT_SEEKDATA) R(CURLOPT_IOCTLFUNCTION) R(CURLOPT_IOCTLDATA)         \
+    R(CURLOPT_INFILESIZE) R(CURLOPT_INFILESIZE_LARGE) R(CURLOPT_CURLU)        \
+    /* delivery */                                                            \
+    R(CURLOPT_WRITEFUNCTION) R(CURLOPT_WRITEDATA) R(CURLOPT_HEADERFUNCTION)   \
+    R(CURLOPT_HEADERDATA) R(CURLOPT_FAILONERROR) R(CURLOPT_HEADER)            \
+    R(CURLOPT_ERRORBUFFER)                                                    \
+    /* limits and progress */                                                 \
+    R(CURLOPT_TIMEOUT) R(CURLOPT_TIMEOUT_MS) R(CURLOPT_NOPROGRESS)            \
+    R(CURLOPT_XFERINFOFUNCTION) R(CURLOPT_PROGRESSFUNCTION)                   \
+    R(CURLOPT_XFERINFODATA)                                                   \
+    /* what codeshim's own calls honour */                                    \
+    R(CURLOPT_CAINFO) R(CURLOPT_CAPATH) R(CURLOPT_PROXY) R(CURLOPT_NOPROXY)   \
+    R(CURLOPT_RESOLVE)                                                        \
+    /* the connection callbacks relay.c runs on the program's thread */       \
+    R(CURLOPT_OPENSOCKETFUNCTION) R(CURLOPT_OPENSOCKETDATA)                   \
+    R(CURLOPT_SOCKOPTFUNCTION) R(CURLOPT_SOCKOPTDATA)                         \
+    R(CURLOPT_CLOSESOCKETFUNCTION) R(CURLOPT_CLOSESOCKETDATA)                 \
+    R(CURLOPT_PREREQFUNCTION) R(CURLOPT_PREREQDATA)                           \
+    R(CURLOPT_RESOLVER_START_FUNCTION) R(CURLOPT_RESOLVER_START_DATA)         \
+    R(CURLOPT_SSL_CTX_FUNCTION) R(CURLOPT_SSL_CTX_DATA)
+
+/* The recorded options' numbers, 1 up in the list's order: what
+ * shim_handles_optinfo holds above an option's kind, and what apply()
+ * switches on (one jump). */
+#define INDEX(o) I_##o,
+enum { I_NONE, RECORDED_OPTIONS(INDEX) I_CRED, I_END }; /* I_CRED: every credential's */
+#undef INDEX
+_Static_assert(I_END <= 64, "a recorded option's number fits shim_handles_optinfo's six bits");
+_Static_assert(I_CURLOPT_CAPATH == I_CURLOPT_CAINFO + 1 && I_CURLOPT_PROXY == I_CURLOPT_CAINFO + 2 &&
+                   I_CURLOPT_NOPROXY == I_CURLOPT_CAINFO + 3,
+               "CAINFO, CAPATH, PROXY and NOPROXY are net[0..3]");
+
+/* Records the recorded option numbered idx into e: one switch over the
+ * numbers, by concern. CURLE_OK (the setopt wrapper's answer
+ * then) from every case, a string copied or a body dropped by a call out
+ * of line that returns it: a tail call, storing needs no frame. */
+static inline __attribute__((always_inline)) CURLcode apply(struct entry *e, unsigned idx,
+                                                            union shim_optval v)
+{
+    switch (idx) {
+    /* Where the request goes and what it is called: URL, custom request,
+     * headers. */
+    case I_CURLOPT_URL:
+        e->url_known = 0;
+        return set_string(e, &e->url, v.p);
+    case I_CURLOPT_CUSTOMREQUEST:
+        return set_string(e, &e->custom_request, v.p);
+    case I_CURLOPT_HTTPHEADER:
+        e->headers = v.p;
+        return CURLE_OK;
+    /* An in-memory body: POSTFIELDS (borrowed), COPYPOSTFIELDS (copied at
+     * the size in force) and that size; either body makes the method POST. */
+    case I_CURLOPT_POSTFIELDS:
+        e->postfields = v.p;
+        e->method = SHIM_METHOD_POST;
+        return CURLE_OK;
+    case I_CURLOPT_COPYPOSTFIELDS:
+        return copy_postfields(e, v.p);
+    case I_CURLOPT_POSTFIELDSIZE:
+        return set_postsize(e, v.l);
+    case I_CURLOPT_POSTFIELDSIZE_LARGE:
+        return set_postsize(e, v.off);
+    /* The method, moving between methods as libcurl's setopt.c does. */
+    case I_CURLOPT_POST:
         e->method = v.l ? SHIM_METHOD_POST : SHIM_METHOD_GET;
-        break;
-    case CURLOPT_HTTPGET:
+        return CURLE_OK;
+    case I_CURLOPT_HTTPGET:
         if (v.l)
             e->method = SHIM_METHOD_GET;
-        break;
-    case CURLOPT_NOBODY:
+        return CURLE_OK;
+    case I_CURLOPT_NOBODY:
         if (v.l)
             e->method = SHIM_METHOD_HEAD;
         else if (e->method == SHIM_METHOD_HEAD)
             e->method = SHIM_METHOD_GET;
-        break;
-    case CURLOPT_UPLOAD:
+        return CURLE_OK;
+    case I_CURLOPT_UPLOAD:
         e->method = v.l ? SHIM_METHOD_PUT : SHIM_METHOD_GET;
-        break;
-    case CURLOPT_HTTPPOST:
+        return CURLE_OK;
+    case I_CURLOPT_HTTPPOST:
         e->method = SHIM_METHOD_POST_FORM;
-        break;
-    case CURLOPT_MIMEPOST:
+        return CURLE_OK;
+    case I_CURLOPT_MIMEPOST:
         e->method = SHIM_METHOD_POST_MIME;
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* A body libcurl would read through the program's callbacks, and a
- * CURLOPT_CURLU URL. */
-static int apply_body_cb(struct entry *e, CURLoption opt, union shim_optval v)
-{
-    switch (opt) {
-    case CURLOPT_READFUNCTION:
+        return CURLE_OK;
+    /* A body libcurl would read through the program's callbacks, and a
+     * CURLOPT_CURLU URL. */
+    case I_CURLOPT_READFUNCTION:
         e->src.read_cb = (curl_read_callback)v.fn;
-        break;
-    case CURLOPT_READDATA:
+        return CURLE_OK;
+    case I_CURLOPT_READDATA:
         e->src.read_data = v.p;
-        break;
-    case CURLOPT_SEEKFUNCTION:
+        return CURLE_OK;
+    case I_CURLOPT_SEEKFUNCTION:
         e->src.seek_cb = (curl_seek_callback)v.fn;
-        break;
-    case CURLOPT_SEEKDATA:
+        return CURLE_OK;
+    case I_CURLOPT_SEEKDATA:
         e->src.seek_data = v.p;
-        break;
-    case CURLOPT_IOCTLFUNCTION:
+        return CURLE_OK;
+    case I_CURLOPT_IOCTLFUNCTION:
         e->src.ioctl_cb = (curl_ioctl_callback)v.fn;
-        break;
-    case CURLOPT_IOCTLDATA:
+        return CURLE_OK;
+    case I_CURLOPT_IOCTLDATA:
         e->src.ioctl_data = v.p;
-        break;
-    case CURLOPT_INFILESIZE:
+        return CURLE_OK;
+    case I_CURLOPT_INFILESIZE:
         e->infilesize = v.l;
-        break;
-    case CURLOPT_INFILESIZE_LARGE:
+        return CURLE_OK;
+    case I_CURLOPT_INFILESIZE_LARGE:
         e->infilesize = v.off;
-        break;
-    case CURLOPT_CURLU:
+        return CURLE_OK;
+    case I_CURLOPT_CURLU:
         e->curlu = v.p;
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* How the answer is handed to the program: write and header callbacks,
- * failure and header options, the error buffer. */
-static int apply_delivery(struct entry *e, CURLoption opt, union shim_optval v)
-{
-    switch (opt) {
-    case CURLOPT_WRITEFUNCTION:
+        return CURLE_OK;
+    /* How the answer is handed to the program: write and header callbacks,
+     * failure and header options, the error buffer. */
+    case I_CURLOPT_WRITEFUNCTION:
         e->write_cb = (shim_write_fn)v.fn;
-        break;
-    case CURLOPT_WRITEDATA:
+        return CURLE_OK;
+    case I_CURLOPT_WRITEDATA:
         e->write_data = v.p;
         e->write_data_set = 1;
-        break;
-    case CURLOPT_HEADERFUNCTION:
+        return CURLE_OK;
+    case I_CURLOPT_HEADERFUNCTION:
         e->header_cb = (shim_write_fn)v.fn;
-        break;
-    case CURLOPT_HEADERDATA:
+        return CURLE_OK;
+    case I_CURLOPT_HEADERDATA:
         e->header_data = v.p;
-        break;
-    case CURLOPT_FAILONERROR:
+        return CURLE_OK;
+    case I_CURLOPT_FAILONERROR:
         e->failonerror = v.l;
-        break;
-    case CURLOPT_HEADER:
+        return CURLE_OK;
+    case I_CURLOPT_HEADER:
         e->include_header = v.l;
-        break;
-    case CURLOPT_ERRORBUFFER:
+        return CURLE_OK;
+    case I_CURLOPT_ERRORBUFFER:
         e->errorbuffer = v.p;
-        break;
-    default:
-        return 0;
-    }
-    return 1;
-}
-
-/* What bounds and reports the transfer (limits.h). */
-static int apply_limits(struct entry *e, CURLoption opt, union shim_optval v)
-{
-    switch (opt) {
-    case CURLOPT_TIMEOUT:
+        return CURLE_OK;
+    /* What bounds and reports the transfer (limits.h). */
+    case I_CURLOPT_TIMEOUT:
         e->lim.timeout_ms = v.l > 0 && v.l < LONG_MAX / 1000 ? v.l * 1000 : v.l > 0 ? LONG_MAX : 0;
-        break;
-    case CURLOPT_TIMEOUT_MS:
+        return CURLE_OK;
+    case I_CURLOPT_TIMEOUT_MS:
         e->lim.timeout_ms = v.l > 0 ? v.l : 0;
-        break;
-    case CURLOPT_NOPROGRESS:
+        return CURLE_OK;
+    case I_CURLOPT_NOPROGRESS:
         e->lim.noprogress = v.l != 0;
-        break;
-    case CURLOPT_XFERINFOFUNCTION:
+        return CURLE_OK;
+    case I_CURLOPT_XFERINFOFUNCTION:
         e->lim.xferinfo = (curl_xferinfo_callback)v.fn;
-        break;
-    case CURLOPT_PROGRESSFUNCTION:
+        return CURLE_OK;
+    case I_CURLOPT_PROGRESSFUNCTION:
         e->lim.progress = (curl_progress_callback)v.fn;
-        break;
-    case CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
+        return CURLE_OK;
+    case I_CURLOPT_XFERINFODATA: /* the same option as PROGRESSDATA */
         e->lim.progress_data = v.p;
-        break;
-    default:
-        return 0;
+        return CURLE_OK;
+    /* What codeshim's own calls honour (CA, proxy, resolve) and the
+     * connection callbacks relay.c runs on the program's thread. */
+    case I_CURLOPT_CAINFO: case I_CURLOPT_CAPATH: case I_CURLOPT_PROXY: case I_CURLOPT_NOPROXY: {
+        size_t i = idx - I_CURLOPT_CAINFO; /* net[]'s order (handles.h) */
+        if (v.p || e->net[i]) /* the curl CLI unsets the proxy on every handle */
+            return set_string(e, &e->net[i], v.p);
+        return CURLE_OK;
     }
-    return 1;
-}
-
-/* What codeshim's own calls honour (CA, proxy, resolve) and the
- * connection callbacks relay.c runs on the program's thread. */
-static int apply_net(struct entry *e, CURLoption opt, union shim_optval v)
-{
-    switch (opt) {
-    case CURLOPT_CAINFO: case CURLOPT_CAPATH: case CURLOPT_PROXY: case CURLOPT_NOPROXY: {
-        size_t i = opt == CURLOPT_CAINFO ? 0 : opt == CURLOPT_CAPATH ? 1
-                 : opt == CURLOPT_PROXY ? 2 : 3;
-        free(e->net[i]);
-        e->net[i] = dup_or_null(v.p);
-        break;
-    }
-    case CURLOPT_OPENSOCKETFUNCTION: e->cbs.open = (curl_opensocket_callback)v.fn; break;
-    case CURLOPT_OPENSOCKETDATA: e->cbs.open_data = v.p; break;
-    case CURLOPT_SOCKOPTFUNCTION: e->cbs.sockopt = (curl_sockopt_callback)v.fn; break;
-    case CURLOPT_SOCKOPTDATA: e->cbs.sockopt_data = v.p; break;
-    case CURLOPT_CLOSESOCKETFUNCTION: e->cbs.close = (curl_closesocket_callback)v.fn; break;
-    case CURLOPT_CLOSESOCKETDATA: e->cbs.close_data = v.p; break;
-    case CURLOPT_PREREQFUNCTION: e->cbs.prereq = (curl_prereq_callback)v.fn; break;
-    case CURLOPT_PREREQDATA: e->cbs.prereq_data = v.p; break;
-    case CURLOPT_RESOLVER_START_FUNCTION:
+    case I_CURLOPT_OPENSOCKETFUNCTION: e->cbs.open = (curl_opensocket_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_OPENSOCKETDATA: e->cbs.open_data = v.p; return CURLE_OK;
+    case I_CURLOPT_SOCKOPTFUNCTION: e->cbs.sockopt = (curl_sockopt_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_SOCKOPTDATA: e->cbs.sockopt_data = v.p; return CURLE_OK;
+    case I_CURLOPT_CLOSESOCKETFUNCTION: e->cbs.close = (curl_closesocket_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_CLOSESOCKETDATA: e->cbs.close_data = v.p; return CURLE_OK;
+    case I_CURLOPT_PREREQFUNCTION: e->cbs.prereq = (curl_prereq_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_PREREQDATA: e->cbs.prereq_data = v.p; return CURLE_OK;
+    case I_CURLOPT_RESOLVER_START_FUNCTION:
         e->cbs.resolver = (curl_resolver_start_callback)v.fn;
-        break;
-    case CURLOPT_RESOLVER_START_DATA: e->cbs.resolver_data = v.p; break;
-    case CURLOPT_SSL_CTX_FUNCTION: e->cbs.ssl_ctx = (curl_ssl_ctx_callback)v.fn; break;
-    case CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; break;
-    case CURLOPT_RESOLVE:
-        free(e->net[4]);
-        e->net[4] = joined(v.p);
-        break;
+        return CURLE_OK;
+    case I_CURLOPT_RESOLVER_START_DATA: e->cbs.resolver_data = v.p; return CURLE_OK;
+    case I_CURLOPT_SSL_CTX_FUNCTION: e->cbs.ssl_ctx = (curl_ssl_ctx_callback)v.fn; return CURLE_OK;
+    case I_CURLOPT_SSL_CTX_DATA: e->cbs.ssl_ctx_data = v.p; return CURLE_OK;
+    case I_CURLOPT_RESOLVE:
+        return set_resolve(e, v.p);
     default:
-        return 0;
+        return CURLE_OK;
     }
-    return 1;
 }
 
-/* The concerns apply() hands an option to: its group in shim_handles_opt. */
-enum { G_TARGET, G_POSTFIELDS, G_METHOD, G_BODY_CB, G_DELIVERY, G_LIMITS, G_NET };
-static int (*const appliers[])(struct entry *, CURLoption, union shim_optval) = {
-    [G_TARGET] = apply_target,     [G_POSTFIELDS] = apply_postfields,
-    [G_METHOD] = apply_method,     [G_BODY_CB] = apply_body_cb,
-    [G_DELIVERY] = apply_delivery, [G_LIMITS] = apply_limits,
-    [G_NET] = apply_net,
-};
-
-/* Records one recorded option into e: one load finds its concern. */
-static void apply(struct entry *e, CURLoption opt, union shim_optval v)
-{
-    (void)appliers[shim_handles_opt[SHIM_OPT_SLOT(opt)] >> 2 & 7](e, opt, v);
-}
-
-/* The options codeshim records: SHIM_OPT_RECORD for the ones apply()
- * reads, SHIM_OPT_CRED for the credentials (kept as digests, identity.h).
- * A constant table with one slot per option (SHIM_OPT_SLOT: its low ten
- * bits mixed with those from the ninth up, where libcurl's type base, a
- * multiple of 10000, shows; no two recorded options share a slot), holding
- * the option, its kind and the concern apply() hands it to: the check in
- * every setopt wrapper is one load and one compare (shim_handles_wants).
+/* Two constant tables with one slot per option (SHIM_OPT_SLOT: its low
+ * ten bits mixed with those from the ninth up, where libcurl's type base,
+ * a multiple of 10000, shows; no two recorded options share a slot): the
+ * option that has the slot (0: none), and its kind and number. The check
+ * in every setopt wrapper is one load and one compare (shim_handles_wants).
  * Two options in one slot would initialise it twice, which the compiler
  * rejects (-Werror=override-init, part of -Wextra). */
-#define SLOT(o, kind, group) \
-    [SHIM_OPT_SLOT(o)] = (uint32_t)(o) << SHIM_OPT_SHIFT | (uint32_t)(group) << 2 | (kind),
-#define RECORD(o, group) SLOT(o, SHIM_OPT_RECORD, group)
-#define CRED(o, slot, second, blob) SLOT(o, SHIM_OPT_CRED, 0)
-const uint32_t shim_handles_opt[SHIM_OPT_SLOTS] = {
-    /* where the request goes */
-    RECORD(CURLOPT_URL, G_TARGET) RECORD(CURLOPT_CUSTOMREQUEST, G_TARGET)
-    RECORD(CURLOPT_HTTPHEADER, G_TARGET)
-    /* an in-memory body */
-    RECORD(CURLOPT_POSTFIELDS, G_POSTFIELDS) RECORD(CURLOPT_COPYPOSTFIELDS, G_POSTFIELDS)
-    RECORD(CURLOPT_POSTFIELDSIZE, G_POSTFIELDS)
-    RECORD(CURLOPT_POSTFIELDSIZE_LARGE, G_POSTFIELDS)
-    /* the method */
-    RECORD(CURLOPT_POST, G_METHOD) RECORD(CURLOPT_HTTPGET, G_METHOD)
-    RECORD(CURLOPT_NOBODY, G_METHOD) RECORD(CURLOPT_UPLOAD, G_METHOD)
-    RECORD(CURLOPT_HTTPPOST, G_METHOD) RECORD(CURLOPT_MIMEPOST, G_METHOD)
-    /* a body read through callbacks */
-    RECORD(CURLOPT_READFUNCTION, G_BODY_CB) RECORD(CURLOPT_READDATA, G_BODY_CB)
-    RECORD(CURLOPT_SEEKFUNCTION, G_BODY_CB) RECORD(CURLOPT_SEEKDATA, G_BODY_CB)
-    RECORD(CURLOPT_IOCTLFUNCTION, G_BODY_CB) RECORD(CURLOPT_IOCTLDATA, G_BODY_CB)
-    RECORD(CURLOPT_INFILESIZE, G_BODY_CB) RECORD(CURLOPT_INFILESIZE_LARGE, G_BODY_CB)
-    RECORD(CURLOPT_CURLU, G_BODY_CB)
-    /* delivery */
-    RECORD(CURLOPT_WRITEFUNCTION, G_DELIVERY) RECORD(CURLOPT_WRITEDATA, G_DELIVERY)
-    RECORD(CURLOPT_HEADERFUNCTION, G_DELIVERY) RECORD(CURLOPT_HEADERDATA, G_DELIVERY)
-    RECORD(CURLOPT_FAILONERROR, G_DELIVERY) RECORD(CURLOPT_HEADER, G_DELIVERY)
-    RECORD(CURLOPT_ERRORBUFFER, G_DELIVERY)
-    /* limits and progress */
-    RECORD(CURLOPT_TIMEOUT, G_LIMITS) RECORD(CURLOPT_TIMEOUT_MS, G_LIMITS)
-    RECORD(CURLOPT_NOPROGRESS, G_LIMITS) RECORD(CURLOPT_XFERINFOFUNCTION, G_LIMITS)
-    RECORD(CURLOPT_PROGRESSFUNCTION, G_LIMITS) RECORD(CURLOPT_XFERINFODATA, G_LIMITS)
-    /* what codeshim's own calls honour */
-    RECORD(CURLOPT_CAINFO, G_NET) RECORD(CURLOPT_CAPATH, G_NET) RECORD(CURLOPT_PROXY, G_NET)
-    RECORD(CURLOPT_NOPROXY, G_NET) RECORD(CURLOPT_RESOLVE, G_NET)
-    /* the connection callbacks relay.c runs on the program's thread */
-    RECORD(CURLOPT_OPENSOCKETFUNCTION, G_NET) RECORD(CURLOPT_OPENSOCKETDATA, G_NET)
-    RECORD(CURLOPT_SOCKOPTFUNCTION, G_NET) RECORD(CURLOPT_SOCKOPTDATA, G_NET)
-    RECORD(CURLOPT_CLOSESOCKETFUNCTION, G_NET) RECORD(CURLOPT_CLOSESOCKETDATA, G_NET)
-    RECORD(CURLOPT_PREREQFUNCTION, G_NET) RECORD(CURLOPT_PREREQDATA, G_NET)
-    RECORD(CURLOPT_RESOLVER_START_FUNCTION, G_NET) RECORD(CURLOPT_RESOLVER_START_DATA, G_NET)
-    RECORD(CURLOPT_SSL_CTX_FUNCTION, G_NET) RECORD(CURLOPT_SSL_CTX_DATA, G_NET)
-    SHIM_CRED_OPTIONS(CRED)
+#define KEY(o) [SHIM_OPT_SLOT(o)] = (uint32_t)(o),
+#define CRED_KEY(o, slot, second, blob) KEY(o)
+const uint32_t shim_handles_optkey[SHIM_OPT_SLOTS] = {
+    RECORDED_OPTIONS(KEY) SHIM_CRED_OPTIONS(CRED_KEY)
 };
-#undef CRED
-#undef RECORD
-#undef SLOT
+#define INFO(o) [SHIM_OPT_SLOT(o)] = (uint8_t)(I_##o << 2 | SHIM_OPT_RECORD),
+#define CRED_INFO(o, slot, second, blob) [SHIM_OPT_SLOT(o)] = I_CRED << 2 | SHIM_OPT_CRED,
+const uint8_t shim_handles_optinfo[SHIM_OPT_SLOTS] = {
+    RECORDED_OPTIONS(INFO) SHIM_CRED_OPTIONS(CRED_INFO)
+};
+#undef KEY
+#undef CRED_KEY
+#undef INFO
+#undef CRED_INFO
+
+/* A credential's digest into e's, allocated by the first one. */
+static void store_cred(struct entry *e, const struct shim_cred_update *cred)
+{
+    if (!e->creds && !(e->creds = calloc(1, sizeof(*e->creds)))) {
+        e->creds_lost = 1;
+        return;
+    }
+    shim_identity_apply(e->creds, cred);
+}
+
+/* A credential option into e, as a digest (a NULL clears). */
+static __attribute__((noinline)) CURLcode record_cred(struct entry *e, CURLoption opt,
+                                                      union shim_optval v)
+{
+    struct shim_cred_update cred;
+
+    shim_identity_digest(&cred, opt, v.p);
+    store_cred(e, &cred);
+    return CURLE_OK;
+}
+
+/* The first recorded option of a run on h (another handle's, or an entry
+ * freed since): its entry found, or made, under the lock. */
+static __attribute__((noinline)) void record_locked(CURL *h, enum shim_flavor f, CURLoption opt,
+                                                    union shim_optval v, int create, unsigned info)
+{
+    struct shim_cred_update cred;
+    struct entry *e;
+    int is_cred = (info & 3) == SHIM_OPT_CRED;
+
+    /* disabled, codeshim makes no entry, so no setopt finds one in last */
+    if (!h || shim_config()->disabled)
+        return;
+    if (is_cred && v.p)
+        shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
+    pthread_mutex_lock(&lock);
+    e = nclass[hash(h, NCLASSES)] ? find(h) : NULL; /* a new handle's class is often empty */
+    if (!e && create)
+        e = insert(h, f);
+    if (e) {
+        last.h = h;
+        last.e = e;
+        last.gen = gen;
+        if (!is_cred) {
+            (void)apply(e, info >> 2, v);
+        } else if (v.p || e->creds) {
+            if (!v.p)
+                shim_identity_digest(&cred, opt, NULL);
+            store_cred(e, &cred);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* The entry this thread recorded into last when it is h's (without the
+ * lock), else NULL. */
+static inline struct entry *last_entry(CURL *h)
+{
+    return h == last.h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last.gen ? last.e : NULL;
+}
+
+/* The options whose zero (0 or NULL) stores zero into one field of an
+ * entry and changes nothing else, by number: that field's offset + 1 (0:
+ * not such an option; a credential's field is the pointer to the
+ * digests, NULL until one was set). A zero set while the field is zero
+ * changes nothing, and the setopt wrapper forwards it without storing:
+ * the curl CLI sets ten of them on every handle (no credentials, no
+ * proxy, no custom request, no timeout, ...). */
+#define ZERO_FIELD(f) (uint16_t)(offsetof(struct entry, f) + 1)
+static const uint16_t zero_field[I_END] = {
+    [I_CURLOPT_CUSTOMREQUEST] = ZERO_FIELD(custom_request),
+    [I_CURLOPT_HTTPHEADER] = ZERO_FIELD(headers),
+    [I_CURLOPT_FAILONERROR] = ZERO_FIELD(failonerror),
+    [I_CURLOPT_HEADER] = ZERO_FIELD(include_header),
+    [I_CURLOPT_ERRORBUFFER] = ZERO_FIELD(errorbuffer),
+    [I_CURLOPT_TIMEOUT] = ZERO_FIELD(lim.timeout_ms),
+    [I_CURLOPT_TIMEOUT_MS] = ZERO_FIELD(lim.timeout_ms),
+    [I_CURLOPT_CAINFO] = ZERO_FIELD(net[0]),
+    [I_CURLOPT_CAPATH] = ZERO_FIELD(net[1]),
+    [I_CURLOPT_PROXY] = ZERO_FIELD(net[2]),
+    [I_CURLOPT_NOPROXY] = ZERO_FIELD(net[3]),
+    [I_CRED] = ZERO_FIELD(creds),
+};
+#undef ZERO_FIELD
+_Static_assert(sizeof(((struct entry *)0)->custom_request) == 8 &&
+                   sizeof(((struct entry *)0)->headers) == 8 &&
+                   sizeof(((struct entry *)0)->failonerror) == 8 &&
+                   sizeof(((struct entry *)0)->include_header) == 8 &&
+                   sizeof(((struct entry *)0)->errorbuffer) == 8 &&
+                   sizeof(((struct entry *)0)->lim.timeout_ms) == 8 &&
+                   sizeof(((struct entry *)0)->net[0]) == 8 &&
+                   sizeof(((struct entry *)0)->creds) == 8,
+               "zero_field's fields are read as 8 bytes");
+
+/* Whether a zero for the option numbered idx changes nothing in e. */
+static inline int zero_is_kept(const struct entry *e, unsigned idx)
+{
+    uint64_t x;
+    unsigned off = zero_field[idx];
+
+    if (!off)
+        return 0;
+    memcpy(&x, (const char *)e + off - 1, sizeof(x));
+    return x == 0;
+}
+
+/* A recorded option (in its slot s of the tables) into h's entry e,
+ * found without the lock; a NULL credential on a handle that never had
+ * one changes nothing (the curl CLI clears five on every handle). Out of
+ * line and ending in its calls (each returns CURLE_OK, the wrapper's
+ * answer then): the setopt wrapper keeps only these three across its
+ * call into libcurl, and storing needs no frame. */
+static __attribute__((noinline)) CURLcode stored(struct entry *e, size_t s, union shim_optval v)
+{
+    unsigned idx = shim_handles_optinfo[s] >> 2;
+
+    if (idx < I_CRED)
+        return apply(e, idx, v);
+    if (v.p || e->creds)
+        return record_cred(e, (CURLoption)shim_handles_optkey[s], v);
+    return CURLE_OK;
+}
 
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
                          union shim_optval v, int create)
 {
-    struct shim_cred_update cred;
+    unsigned s = SHIM_OPT_SLOT(opt), info = shim_handles_optinfo[s];
     struct entry *e;
-    int kind = shim_handles_wants(opt), locked = 0;
 
-    if (!h || !kind)
+    if (shim_handles_optkey[s] != (uint32_t)opt || !(info & 3))
         return;
-    if (kind == SHIM_OPT_CRED && v.p)
-        shim_identity_digest(&cred, opt, v.p); /* hashed before the lock, not under it */
-    if (h == last_h && __atomic_load_n(&gen, __ATOMIC_ACQUIRE) == last_gen) {
-        e = last_e;
-    } else {
-        pthread_mutex_lock(&lock);
-        locked = 1;
-        e = find(h);
-        if (!e && create)
-            e = insert(h, f);
-        if (e) {
-            last_h = h;
-            last_e = e;
-            last_gen = gen;
-        }
-    }
-    if (e && kind == SHIM_OPT_CRED) {
-        /* a NULL clears (no hashing); on a handle that never had a
-         * credential, whose slots are all empty, it changes nothing (the
-         * curl CLI clears five on every handle) */
-        if (!v.p && e->creds_set)
-            shim_identity_digest(&cred, opt, NULL);
-        if (v.p || e->creds_set)
-            shim_identity_apply(&e->creds, &cred);
-        e->creds_set |= v.p != NULL;
-    } else if (e)
-        apply(e, opt, v);
-    if (locked)
-        pthread_mutex_unlock(&lock);
+    if ((e = last_entry(h)) != NULL)
+        (void)stored(e, s, v);
+    else
+        record_locked(h, f, opt, v, create, info);
+}
+
+/* shim_handles_setopt for a handle whose entry is not in last. */
+static __attribute__((noinline)) CURLcode setopt_locked(const struct shim_curl_api *api, CURL *h,
+                                                        CURLoption opt, union shim_optval v,
+                                                        const void *ret, unsigned info)
+{
+    CURLcode rc = shim_real_setopt(api, h, opt, v);
+
+    if (rc == CURLE_OK)
+        record_locked(h, api->flavor, opt, v,
+                      !shim_guard_active() || !shim_real_from_libcurl(api, ret), info);
+    return rc;
+}
+
+/* A run of recorded options on one handle (a program sets some thirty in
+ * a row) finds its entry in last before libcurl is called (nothing there
+ * changes: libcurl's setopt calls nothing of ours) and stores the value:
+ * no lock, no table, no allocation, and across the call only the entry,
+ * the value and the slot to keep. Whether a handle libcurl made itself
+ * may get an entry (not: only one already known is recorded) is asked
+ * only when one is to be made. */
+CURLcode shim_handles_setopt(CURL *h, CURLoption opt, union shim_optval v,
+                             const struct shim_curl_api *api, size_t s, const void *ret)
+{
+    struct entry *e;
+    CURLcode rc;
+
+    /* (option 0 matches an empty slot: libcurl refuses it, and apply()
+     * stores nothing for its number, I_NONE) */
+    if (h != last.h || __atomic_load_n(&gen, __ATOMIC_ACQUIRE) != last.gen)
+        return setopt_locked(api, h, opt, v, ret, shim_handles_optinfo[s]);
+    e = last.e; /* never NULL when last.h is a handle's */
+    if (!v.off && zero_is_kept(e, shim_handles_optinfo[s] >> 2))
+        return shim_real_setopt(api, h, opt, v); /* nothing to store: libcurl's answer */
+    if ((rc = shim_real_setopt(api, h, opt, v)) != CURLE_OK)
+        return rc;
+    return stored(e, s, v);
 }
 
 static size_t body_len(const struct entry *e)
@@ -642,7 +823,7 @@ static void refresh_curlu(CURL *h)
     pthread_mutex_lock(&lock);
     e = find(h);
     if (copy && e && e->curlu == u) {
-        free(e->url);
+        entry_free(e, e->url);
         e->url = copy;
         copy = NULL;
         e->url_known = 0;
@@ -656,18 +837,25 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
     enum shim_api kind = SHIM_API_NONE;
     struct entry *e;
     curl_off_t size;
-    int curlu;
+    int locked = 0;
 
     *read_body = 0;
     *stale = NULL;
-    pthread_mutex_lock(&lock);
-    e = find(h);
-    curlu = e && e->curlu;
-    if (curlu) { /* read without the lock, then looked up again */
-        pthread_mutex_unlock(&lock);
-        refresh_curlu(h);
+    /* h's entry is in last when this thread just set h's options: read
+     * without the lock, as setopt writes it. The lock for the table's
+     * look-up, a CURLU's URL, or an answer to drop (their count is
+     * every handle's). */
+    e = last_entry(h);
+    if (!e || e->curlu || e->ans.active) {
+        locked = 1;
         pthread_mutex_lock(&lock);
         e = find(h);
+        if (e && e->curlu) { /* read without the lock, then looked up again */
+            pthread_mutex_unlock(&lock);
+            refresh_curlu(h);
+            pthread_mutex_lock(&lock);
+            e = find(h);
+        }
     }
     if (e) {
         if (e->ans.active)
@@ -693,7 +881,8 @@ enum shim_api shim_handles_begin(CURL *h, size_t max_body, int *read_body, void 
                          (size < 0 || (uint64_t)size <= max_body);
         }
     }
-    pthread_mutex_unlock(&lock);
+    if (locked)
+        pthread_mutex_unlock(&lock);
     return kind;
 }
 
@@ -761,7 +950,10 @@ int shim_handles_view(CURL *h, struct shim_handle_view *out)
     out->errorbuffer = e->errorbuffer;
     out->lim = e->lim;
     out->cbs = e->cbs;
-    out->creds = e->creds;
+    if (e->creds)
+        out->creds = *e->creds;
+    if (e->creds_lost)
+        rc = -ENOMEM;
     for (i = 0; i < SHIM_HANDLE_NET; i++)
         if (e->net[i] && !(out->net[i] = strdup(e->net[i])))
             rc = -ENOMEM;
@@ -821,7 +1013,7 @@ int shim_handles_set_answer(CURL *h, const struct shim_answer_info *a)
     e->ans.info.effective_url = e->ans.effective_url;
     e->ans.info.scheme = e->ans.scheme;
     e->ans.active = 1;
-    __atomic_store_n(&nanswers, nanswers + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&shim_handles_nanswers, shim_handles_nanswers + 1, __ATOMIC_RELEASE);
 out:
     pthread_mutex_unlock(&lock);
     return rc;
@@ -844,7 +1036,7 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
     const struct shim_answer_info *a;
     int hit = 1;
 
-    if (!out || !__atomic_load_n(&nanswers, __ATOMIC_ACQUIRE))
+    if (!out || !shim_handles_answering())
         return 0;
     pthread_mutex_lock(&lock);
     e = find(h);
@@ -918,6 +1110,8 @@ int shim_handles_get_answer(CURL *h, CURLINFO info, void *out)
 
 void shim_handles_forget(CURL *h)
 {
+    if (!__atomic_load_n(&nclass[hash(h, NCLASSES)], __ATOMIC_RELAXED))
+        return;
     pthread_mutex_lock(&lock);
     unlink_entry(h);
     pthread_mutex_unlock(&lock);
@@ -960,8 +1154,13 @@ void shim_handles_dup(CURL *from, CURL *to)
         dst->url = dup_or_null(src->url); /* the same URL: its class too */
         dst->url_known = src->url_known && (dst->url || !src->url);
         dst->custom_request = dup_or_null(src->custom_request);
+        dst->strings_used = 0; /* its strings are its own copies */
         for (size_t i = 0; i < SHIM_HANDLE_NET; i++)
             dst->net[i] = dup_or_null(src->net[i]);
+        dst->creds = NULL;
+        if (src->creds && (dst->creds = malloc(sizeof(*dst->creds))) != NULL)
+            *dst->creds = *src->creds;
+        dst->creds_lost = src->creds_lost || (src->creds && !dst->creds);
         dst->copied = NULL;
         if (src->copied) {
             dst->copied = malloc(src->copied_len + 1);

@@ -7,9 +7,11 @@
  * transfer so curl_easy_getinfo can report it. State follows
  * curl_easy_reset, curl_easy_duphandle and curl_easy_cleanup; one mutex
  * guards the whole table and is never held while calling out. Options
- * codeshim does not record cost the setopt wrapper one table load
- * (shim_handles_wants); a run of recorded options on one handle finds its
- * entry without the lock (handles.c).
+ * codeshim does not record cost the setopt wrapper one table compare
+ * (shim_handles_optkey); a recorded one is one call here
+ * (shim_handles_setopt), where a run of recorded options on one handle
+ * finds its entry without the lock, as the pass-through check at perform
+ * does (handles.c).
  *
  * Memory the program gave libcurl (POSTFIELDS, HTTPHEADER lists, userdata,
  * ERRORBUFFER) is borrowed, never freed or written except ERRORBUFFER on a
@@ -47,14 +49,6 @@ struct shim_body_cb {
     curl_ioctl_callback ioctl_cb;
     void *ioctl_data;
     curl_off_t size;            /* POSTFIELDSIZE or INFILESIZE; -1: unknown */
-};
-
-/* One setopt argument, re-packed by option type (see preload.c). */
-union shim_optval {
-    long l;
-    void *p;
-    void (*fn)(void);
-    curl_off_t off;
 };
 
 #define SHIM_HANDLE_NET 5
@@ -141,20 +135,37 @@ struct shim_answer_info {
 
 /* Whether codeshim records option opt: 0 (most options a program sets:
  * the setopt wrapper then does nothing more), SHIM_OPT_RECORD or
- * SHIM_OPT_CRED (a credential, kept as a digest). One load from a
- * constant table and one compare (handles.c says how it is laid out). */
+ * SHIM_OPT_CRED (a credential, kept as a digest). Two constant tables
+ * with one slot per option (handles.c says how they are laid out): the
+ * check in every setopt wrapper is one load and one compare, and one
+ * more load for an option that is recorded. */
 #define SHIM_OPT_SLOTS 1024
-#define SHIM_OPT_SLOT(o) (((unsigned)(o) ^ (unsigned)(o) >> 9) & (SHIM_OPT_SLOTS - 1))
-#define SHIM_OPT_SHIFT 5 /* below it: the kind (2 bits), handles.c's group (3) */
+/* in 64 bits: an index the wrapper uses as it is */
+#define SHIM_OPT_SLOT(o) \
+    (((uint64_t)(uint32_t)(o) ^ (uint64_t)(uint32_t)(o) >> 9) & (SHIM_OPT_SLOTS - 1))
 enum { SHIM_OPT_RECORD = 1, SHIM_OPT_CRED = 2 };
-extern const uint32_t shim_handles_opt[SHIM_OPT_SLOTS];
+/* [slot]: the recorded option that has it, 0 when none does */
+extern const uint32_t shim_handles_optkey[SHIM_OPT_SLOTS];
+/* [slot]: its kind (the low 2 bits) and handles.c's concern (above) */
+extern const uint8_t shim_handles_optinfo[SHIM_OPT_SLOTS];
 static inline int shim_handles_wants(CURLoption opt)
 {
-    uint32_t e = shim_handles_opt[SHIM_OPT_SLOT(opt)];
+    unsigned s = SHIM_OPT_SLOT(opt);
 
-    return e >> SHIM_OPT_SHIFT == (uint32_t)opt ? (int)(e & 3) : 0;
+    return shim_handles_optkey[s] == (uint32_t)opt ? shim_handles_optinfo[s] & 3 : 0;
 }
 
+/* curl_easy_setopt of an option in the tables' slot s (SHIM_OPT_SLOT(opt),
+ * whose shim_handles_optkey is opt: one the setopt wrapper found there):
+ * forwards it to api's libcurl and, when libcurl took it and codeshim is
+ * not disabled, records it for h as shim_handles_record does; libcurl's
+ * answer. ret is the setopt wrapper's return address: a call from
+ * libcurl's own code (shim_real_from_libcurl, with the guard up) records
+ * only for a handle already known. The whole recorded setopt in one call
+ * (handles.c), its first three libcurl's own, in the registers they came
+ * in. */
+CURLcode shim_handles_setopt(CURL *h, CURLoption opt, union shim_optval v,
+                             const struct shim_curl_api *api, size_t s, const void *ret);
 /* Records option opt for h if it is one codeshim needs. create=0 records
  * only for a handle already in the table (used while the guard is up). */
 void shim_handles_record(CURL *h, enum shim_flavor f, CURLoption opt,
@@ -193,6 +204,14 @@ const char *shim_handle_view_method(const struct shim_handle_view *v);
 int shim_handles_set_answer(CURL *h, const struct shim_answer_info *a);
 void shim_handles_clear_answer(CURL *h);
 int shim_handles_get_answer(CURL *h, CURLINFO info, void *out);
+/* How many handles hold a synthetic answer (changed under the table's
+ * lock): while none does, as in a program codeshim only passes through,
+ * the getinfo wrapper asks libcurl at once, one load. */
+extern unsigned long shim_handles_nanswers;
+static inline int shim_handles_answering(void)
+{
+    return __atomic_load_n(&shim_handles_nanswers, __ATOMIC_ACQUIRE) != 0;
+}
 
 void shim_handles_forget(CURL *h);            /* cleanup, or a fresh init */
 void shim_handles_reset(CURL *h);             /* curl_easy_reset */

@@ -90,28 +90,20 @@ WRAPPER CURL *w_init(enum shim_flavor f, int in)
 
 /* curl_easy_setopt forwards the option and records it when it is one
  * codeshim needs (handles.h). Most options a program sets are not: those
- * go straight to libcurl, without the guard, the disabled check or the
- * table, since libcurl's setopt calls nothing of libcurl's public API (a
- * callback of the program's it runs, a share's lock, is the program's
- * call either way). */
-/* The one argument after the option. On x86-64 (SysV) and arm64 (AAPCS64
- * as Linux uses it) a variadic argument of any of setopt's types (long,
- * pointer, function pointer, curl_off_t) travels in the same register as
- * a named 64-bit integer would: there the entry point takes it as one
- * (no va_list to set up) and an option codeshim does not record is
- * forwarded as it came, in a tail call, bit for bit what libcurl would
- * have read. Elsewhere it is read with va_arg by the option's type range,
- * exactly as libcurl's own setopt reads it. */
-#if defined(__x86_64__) || defined(__aarch64__)
-#define SETOPT_ONE_REGISTER 1
-#define SETOPT_PARAM uint64_t arg
-#define SETOPT_GET(o, v) ((v).off = (curl_off_t)arg)
-#define SETOPT_FORWARD(api, h, o, v) (api)->easy_setopt(h, o, arg)
-_Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) == 8,
-               "setopt's argument types are one 64-bit register");
-#else
-#define SETOPT_PARAM ...
-#define SETOPT_GET(o, v)                                                       \
+ * go straight to libcurl after one table check, without the guard, the
+ * disabled check or the table's entry; a recorded one in one call to
+ * handles.c (shim_handles_setopt), also without the guard: libcurl's
+ * setopt calls nothing of libcurl's public API (a callback of the
+ * program's it runs, a share's lock, is the program's call either way).
+ * The one argument after the option: where it travels in one 64-bit
+ * register whatever its type (real.h, SHIM_SETOPT_ONE_REGISTER) the entry
+ * point takes it as one (no va_list to set up) and an option codeshim
+ * does not record is forwarded as it came, in a tail call. Elsewhere it
+ * is read with va_arg by the option's type range, exactly as libcurl's
+ * own setopt reads it. */
+/* setopt's argument read from the variadic list, by the option's type
+ * range as libcurl's own setopt reads it. */
+#define SETOPT_VA(o, v)                                                        \
     do {                                                                       \
         va_list ap;                                                            \
         va_start(ap, o);                                                       \
@@ -127,48 +119,66 @@ _Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) ==
             (v).p = va_arg(ap, void *); /* struct curl_blob * */               \
         va_end(ap);                                                            \
     } while (0)
-#define SETOPT_FORWARD(api, h, o, v) real_setopt(api, h, o, v)
-#endif
-
-static inline CURLcode real_setopt(const struct shim_curl_api *api, CURL *h, CURLoption o,
-                                   union shim_optval v)
-{
-#ifdef SETOPT_ONE_REGISTER
-    (void)o;
-    return api->easy_setopt(h, o, v.off); /* the same register whatever the type */
+#ifdef SHIM_SETOPT_ONE_REGISTER
+#define SETOPT_PARAM uint64_t arg
+#define SETOPT_GET(o, v) ((v).off = (curl_off_t)arg)
+#define SETOPT_TO(fn, h, o, v) (fn)(h, o, arg)
+/* curl_easy_getinfo's one argument, a pointer, the same way */
+#define GETINFO_PARAM void *out
+#define GETINFO_GET(i, o) ((o) = out)
+_Static_assert(sizeof(long) == 8 && sizeof(void *) == 8 && sizeof(curl_off_t) == 8,
+               "setopt's argument types are one 64-bit register");
 #else
-    if (o < CURLOPTTYPE_OBJECTPOINT)
-        return api->easy_setopt(h, o, v.l);
-    if (o < CURLOPTTYPE_FUNCTIONPOINT)
-        return api->easy_setopt(h, o, v.p);
-    if (o < CURLOPTTYPE_OFF_T)
-        return api->easy_setopt(h, o, v.fn);
-    if (o < CURLOPTTYPE_BLOB)
-        return api->easy_setopt(h, o, v.off);
-    return api->easy_setopt(h, o, v.p);
+#define SETOPT_PARAM ...
+#define SETOPT_GET(o, v) SETOPT_VA(o, v)
+#define SETOPT_TO(fn, h, o, v) shim_real_setopt_by(fn, h, o, v)
+#define GETINFO_PARAM ...
+#define GETINFO_GET(i, o)                                                      \
+    do {                                                                       \
+        va_list ap;                                                            \
+        va_start(ap, i);                                                       \
+        (o) = va_arg(ap, void *);                                              \
+        va_end(ap);                                                            \
+    } while (0)
 #endif
-}
 
-/* Not yet bound, or an option codeshim records: forwarded with the guard
- * up, then recorded (for a handle libcurl made itself, only when already
- * known). Out of line: the entry point's fast path saves no registers. */
-static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, int in, CURL *h,
-                                                        CURLoption o, union shim_optval v)
+/* Where each flavour's setopt wrapper sends an option codeshim does not
+ * record: the flavour's unbound stub until a setopt has bound the build
+ * (w_setopt_slow), then libcurl's curl_easy_setopt, one load and no check
+ * on the way. */
+static CURLcode shim_openssl_unbound(CURL *h, CURLoption o, ...);
+static CURLcode shim_gnutls_unbound(CURL *h, CURLoption o, ...);
+static CURLcode shim_nss_unbound(CURL *h, CURLoption o, ...);
+static shim_setopt_fn setopt_to[SHIM_NFLAVORS] = {shim_openssl_unbound, shim_gnutls_unbound,
+                                                  shim_nss_unbound};
+
+/* The build's setopt, found (and published to setopt_to) by the first
+ * setopt of the flavour: forwarded or recorded as the wrapper would. */
+static __attribute__((noinline)) CURLcode w_setopt_slow(enum shim_flavor f, CURL *h, CURLoption o,
+                                                        union shim_optval v, const void *ret)
 {
     const struct shim_curl_api *api = shim_real(f);
-    CURLcode rc;
 
     if (!api)
         return CURLE_FAILED_INIT;
+    __atomic_store_n(&setopt_to[f], api->easy_setopt, __ATOMIC_RELAXED);
     if (!shim_handles_wants(o))
-        return real_setopt(api, h, o, v);
-    shim_guard_enter();
-    rc = real_setopt(api, h, o, v);
-    shim_guard_leave();
-    if (rc == CURLE_OK && !disabled())
-        shim_handles_record(h, f, o, v, !in);
-    return rc;
+        return shim_real_setopt(api, h, o, v);
+    return shim_handles_setopt(h, o, v, api, SHIM_OPT_SLOT(o), ret);
 }
+
+/* setopt_to's start, per flavour: what the wrapper would do, by the slow
+ * way (reached by its tail call: the return address is its caller's). */
+#define UNBOUND(tag, F)                                                        \
+    static CURLcode tag##_unbound(CURL *h, CURLoption o, ...)                  \
+    {                                                                          \
+        union shim_optval v;                                                   \
+        SETOPT_VA(o, v);                                                       \
+        return w_setopt_slow(F, h, o, v, __builtin_return_address(0));         \
+    }
+UNBOUND(shim_openssl, SHIM_FLAVOR_OPENSSL)
+UNBOUND(shim_gnutls, SHIM_FLAVOR_GNUTLS)
+UNBOUND(shim_nss, SHIM_FLAVOR_NSS)
 
 WRAPPER CURLcode w_perform(enum shim_flavor f, int in, CURL *h)
 {
@@ -184,21 +194,18 @@ WRAPPER CURLcode w_perform(enum shim_flavor f, int in, CURL *h)
     return shim_intercept_perform(api, h);
 }
 
-WRAPPER CURLcode w_getinfo(enum shim_flavor f, int in, CURL *h, CURLINFO info, va_list ap)
+/* While some handle holds a synthetic answer (handles.h): it, else
+ * libcurl's (whose getinfo calls nothing of its public API). */
+static __attribute__((noinline)) CURLcode w_getinfo(enum shim_flavor f, CURL *h, CURLINFO info,
+                                                    void *out)
 {
     const struct shim_curl_api *api = shim_real(f);
-    (void)in;
-    void *out = va_arg(ap, void *);
-    CURLcode rc;
 
     if (!api)
         return CURLE_FAILED_INIT;
     if (!disabled() && shim_handles_get_answer(h, info, out))
         return CURLE_OK;
-    shim_guard_enter();
-    rc = api->easy_getinfo(h, info, out);
-    shim_guard_leave();
-    return rc;
+    return api->easy_getinfo(h, info, out);
 }
 
 WRAPPER void w_cleanup(enum shim_flavor f, int in, CURL *h)
@@ -396,25 +403,17 @@ MULTI_BODY CURLMsg *w_minfo(enum shim_flavor f, int in, CURLM *m, int *left)
     return shim_multi_info_read(api, m, left);
 }
 
-/* Re-packs the one variadic argument by the option's type, as
- * curl_multi_setopt reads it. */
-MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, int in, CURLM *m, CURLMoption o, va_list ap)
+/* The one argument v (read by the entry point as setopt's is): to
+ * multi.c, or to libcurl by the option's type, as curl_multi_setopt
+ * reads it. */
+MULTI_BODY CURLMcode w_msetopt(enum shim_flavor f, int in, CURLM *m, CURLMoption o,
+                               union shim_optval v)
 {
     const struct shim_curl_api *api = shim_real(f);
-    union shim_optval v;
     CURLMcode rc;
 
     if (!api || !api->multi_setopt)
         return CURLM_INTERNAL_ERROR;
-    memset(&v, 0, sizeof(v));
-    if (o < CURLOPTTYPE_OBJECTPOINT)
-        v.l = va_arg(ap, long);
-    else if (o < CURLOPTTYPE_FUNCTIONPOINT)
-        v.p = va_arg(ap, void *);
-    else if (o < CURLOPTTYPE_OFF_T)
-        v.fn = va_arg(ap, void (*)(void));
-    else
-        v.off = va_arg(ap, curl_off_t);
     if (!direct(in))
         return shim_multi_setopt(api, m, o, v);
     if (o < CURLOPTTYPE_OBJECTPOINT)
@@ -462,6 +461,15 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
             shim_real_from_libcurl(a_, __builtin_return_address(0)) && a_->field) \
             return a_->field args;                                             \
     } while (0)
+
+/* curl_multi_setopt's INNER, where its argument is one register as it
+ * came (SETOPT_PARAM); elsewhere libcurl's own calls take the body's
+ * way (read by type, then straight to libcurl). */
+#ifdef SHIM_SETOPT_ONE_REGISTER
+#define MULTI_SETOPT_INNER(F, m, o) INNER(F, multi_setopt, (m, o, arg))
+#else
+#define MULTI_SETOPT_INNER(F, m, o) ((void)0)
+#endif
 
 #define MULTI_WRAPPERS(tag, F, VER)                                            \
     EXPORT __attribute__((symver("curl_multi_add_handle" VER))) CURLMcode      \
@@ -533,14 +541,12 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
         return w_minfo(F, FROM_LIBCURL(F), m, left);                           \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_setopt" VER))) CURLMcode          \
-        tag##_multi_setopt(CURLM *m, CURLMoption o, ...)                       \
+        tag##_multi_setopt(CURLM *m, CURLMoption o, SETOPT_PARAM)              \
     {                                                                          \
-        va_list ap;                                                            \
-        CURLMcode rc;                                                          \
-        va_start(ap, o);                                                       \
-        rc = w_msetopt(F, FROM_LIBCURL(F), m, o, ap);                          \
-        va_end(ap);                                                            \
-        return rc;                                                             \
+        union shim_optval v;                                                   \
+        MULTI_SETOPT_INNER(F, m, o);                                           \
+        SETOPT_GET(o, v);                                                      \
+        return w_msetopt(F, FROM_LIBCURL(F), m, o, v);                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_multi_assign" VER))) CURLMcode          \
         tag##_multi_assign(CURLM *m, curl_socket_t s, void *p)                 \
@@ -563,13 +569,15 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
     EXPORT __attribute__((symver("curl_easy_setopt" VER))) CURLcode            \
         tag##_easy_setopt(CURL *h, CURLoption o, SETOPT_PARAM)                 \
     {                                                                          \
-        const struct shim_curl_api *api =                                      \
-            __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE);            \
+        size_t s_ = SHIM_OPT_SLOT(o);                                          \
+        const struct shim_curl_api *api;                                       \
         union shim_optval v;                                                   \
         SETOPT_GET(o, v);                                                      \
-        if (api && !shim_handles_wants(o))                                     \
-            return SETOPT_FORWARD(api, h, o, v);                               \
-        return w_setopt_slow(F, FROM_LIBCURL(F), h, o, v);                     \
+        if (__builtin_expect(shim_handles_optkey[s_] != (uint32_t)o, 1))       \
+            return SETOPT_TO(__atomic_load_n(&setopt_to[F], __ATOMIC_RELAXED), h, o, v); \
+        if (!(api = __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE)))   \
+            return w_setopt_slow(F, h, o, v, __builtin_return_address(0));     \
+        return shim_handles_setopt(h, o, v, api, s_, __builtin_return_address(0)); \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_perform" VER))) CURLcode           \
         tag##_easy_perform(CURL *h)                                            \
@@ -577,14 +585,15 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
         return w_perform(F, FROM_LIBCURL(F), h);                               \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_getinfo" VER))) CURLcode           \
-        tag##_easy_getinfo(CURL *h, CURLINFO i, ...)                           \
+        tag##_easy_getinfo(CURL *h, CURLINFO i, GETINFO_PARAM)                 \
     {                                                                          \
-        va_list ap;                                                            \
-        CURLcode rc;                                                           \
-        va_start(ap, i);                                                       \
-        rc = w_getinfo(F, FROM_LIBCURL(F), h, i, ap);                          \
-        va_end(ap);                                                            \
-        return rc;                                                             \
+        const struct shim_curl_api *api =                                      \
+            __atomic_load_n(&shim_real_ready[F], __ATOMIC_ACQUIRE);            \
+        void *o_;                                                              \
+        GETINFO_GET(i, o_);                                                    \
+        if (api && !shim_handles_answering())                                  \
+            return api->easy_getinfo(h, i, o_);                                \
+        return w_getinfo(F, h, i, o_);                                         \
     }                                                                          \
     EXPORT __attribute__((symver("curl_easy_cleanup" VER))) void               \
         tag##_easy_cleanup(CURL *h)                                            \
@@ -611,6 +620,8 @@ MULTI_BODY CURLMcode w_mcleanup(enum shim_flavor f, int in, CURLM *m)
  * aliases), one per function of symbols.h and flavour: tag_field. */
 #undef SHIM_SETOPT_ARG
 #define SHIM_SETOPT_ARG SETOPT_PARAM
+#undef SHIM_GETINFO_ARG
+#define SHIM_GETINFO_ARG GETINFO_PARAM
 #define PROTO(tag, field, ret, params) ret tag##_##field params;
 #define PROTO_OPENSSL(name, field, ret, params) PROTO(shim_openssl, field, ret, params)
 #define PROTO_GNUTLS(name, field, ret, params) PROTO(shim_gnutls, field, ret, params)

@@ -69,6 +69,47 @@ static inline const struct shim_curl_api *shim_real(enum shim_flavor f)
     return a ? a : shim_real_bind(f);
 }
 
+/* One curl_easy_setopt argument, re-packed by option type. */
+union shim_optval {
+    long l;
+    void *p;
+    void (*fn)(void);
+    curl_off_t off;
+};
+
+/* api's curl_easy_setopt(h, o, v) (or fn's, a curl_easy_setopt). On x86-64 (SysV) and arm64 (AAPCS64
+ * as Linux uses it) a variadic argument of any of setopt's types (long,
+ * pointer, function pointer, curl_off_t) travels in the same register
+ * as a named 64-bit integer: v is passed as one, bit for bit what
+ * libcurl reads. Elsewhere by the option's type range, as libcurl's own
+ * setopt reads it. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define SHIM_SETOPT_ONE_REGISTER 1
+#endif
+typedef CURLcode (*shim_setopt_fn)(CURL *, CURLoption, ...);
+static inline CURLcode shim_real_setopt_by(shim_setopt_fn fn, CURL *h, CURLoption o,
+                                           union shim_optval v)
+{
+#ifdef SHIM_SETOPT_ONE_REGISTER
+    return fn(h, o, v.off); /* the same register whatever the type */
+#else
+    if (o < CURLOPTTYPE_OBJECTPOINT)
+        return fn(h, o, v.l);
+    if (o < CURLOPTTYPE_FUNCTIONPOINT)
+        return fn(h, o, v.p);
+    if (o < CURLOPTTYPE_OFF_T)
+        return fn(h, o, v.fn);
+    if (o < CURLOPTTYPE_BLOB)
+        return fn(h, o, v.off);
+    return fn(h, o, v.p);
+#endif
+}
+static inline CURLcode shim_real_setopt(const struct shim_curl_api *api, CURL *h, CURLoption o,
+                                        union shim_optval v)
+{
+    return shim_real_setopt_by(api->easy_setopt, h, o, v);
+}
+
 /* Whether ret (a return address) lies in api's libcurl: a call into a
  * wrapper that libcurl made itself, not the program (nor a callback of
  * the program's that libcurl is running). */

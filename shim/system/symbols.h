@@ -15,15 +15,17 @@
 #ifndef SHIM_SYMBOLS_H
 #define SHIM_SYMBOLS_H
 
-/* curl_easy_setopt's argument after the option: "..." as libcurl
- * declares it; preload.c redefines it for its wrappers' prototypes. */
+/* curl_easy_setopt's (and curl_multi_setopt's) argument after the option
+ * and curl_easy_getinfo's after the info: "..." as libcurl declares them;
+ * preload.c redefines them for its wrappers' prototypes. */
 #define SHIM_SETOPT_ARG ...
+#define SHIM_GETINFO_ARG ...
 
 #define SHIM_EASY_SYMBOLS(X)                                                   \
     X(curl_easy_init, easy_init, CURL *, (void))                               \
     X(curl_easy_setopt, easy_setopt, CURLcode, (CURL *, CURLoption, SHIM_SETOPT_ARG)) \
     X(curl_easy_perform, easy_perform, CURLcode, (CURL *))                     \
-    X(curl_easy_getinfo, easy_getinfo, CURLcode, (CURL *, CURLINFO, ...))      \
+    X(curl_easy_getinfo, easy_getinfo, CURLcode, (CURL *, CURLINFO, SHIM_GETINFO_ARG)) \
     X(curl_easy_cleanup, easy_cleanup, void, (CURL *))                         \
     X(curl_easy_reset, easy_reset, void, (CURL *))                             \
     X(curl_easy_duphandle, easy_duphandle, CURL *, (CURL *))                   \
@@ -44,7 +46,7 @@
     X(curl_multi_fdset, multi_fdset, CURLMcode, (CURLM *, fd_set *, fd_set *, fd_set *, int *)) \
     X(curl_multi_timeout, multi_timeout, CURLMcode, (CURLM *, long *))         \
     X(curl_multi_info_read, multi_info_read, CURLMsg *, (CURLM *, int *))      \
-    X(curl_multi_setopt, multi_setopt, CURLMcode, (CURLM *, CURLMoption, ...)) \
+    X(curl_multi_setopt, multi_setopt, CURLMcode, (CURLM *, CURLMoption, SHIM_SETOPT_ARG)) \
     X(curl_multi_assign, multi_assign, CURLMcode, (CURLM *, curl_socket_t, void *)) \
     X(curl_multi_cleanup, multi_cleanup, CURLMcode, (CURLM *))
 

@@ -128,6 +128,13 @@ int shim_frame_recv(int fd, struct shim_buf *b, size_t max, int64_t deadline)
     return 0;
 }
 
+static __thread int (*waiter)(int fd, int ms);
+
+void shim_frame_set_waiter(int (*fn)(int fd, int ms))
+{
+    waiter = fn;
+}
+
 int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), void *ctx)
 {
     while (stop) {
@@ -137,7 +144,8 @@ int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), 
 
         if (left <= 0)
             return 0;
-        n = poll(&p, 1, left > tick_ms ? tick_ms : (int)left);
+        n = waiter ? waiter(fd, left > tick_ms ? tick_ms : (int)left)
+                   : poll(&p, 1, left > tick_ms ? tick_ms : (int)left);
         if (n > 0 || (n < 0 && errno != EINTR))
             return 0; /* readable, or broken: the read says how */
         if (stop(ctx))

@@ -11,6 +11,7 @@ AddressSanitizer, leak checking on: nothing of a stopped transfer is
 kept). multiprog.c runs 16 transfers at once."""
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -323,6 +324,54 @@ def test_sixteen_multi_transfers_call_the_upstream_at_once(fake, tmp_path):
     for ln in lines:
         schema_check.validate(json.loads(ln["body"]), "Response")
     assert gate.peak >= 16, gate.peak
+
+
+class GatherThreads(Gather):
+    """Gather that, once all n are held, counts the program's threads."""
+
+    pid = None
+    threads = None
+
+    def __call__(self, rec):
+        with self.cv:
+            if self.now + 1 >= self.n and self.pid and self.threads is None:
+                try:
+                    self.threads = len(os.listdir("/proc/%d/task" % self.pid))
+                except OSError:
+                    pass
+        Gather.__call__(self, rec)
+
+
+@pytest.mark.parametrize("loop", ["poll", "epoll"])
+def test_sixteen_in_flight_take_no_thread_each(fake, tmp_path, loop):
+    """The engine waits for every transfer inside the program's own calls:
+    while 16 intercepted transfers all have their model call in flight,
+    the (single-threaded) program still has one thread, and each answer
+    is right."""
+    if not MULTIPROG.exists():
+        pytest.fail("%s is missing: run `make build/testprogs/multiprog`" % MULTIPROG)
+    gate = GatherThreads(16)
+    fake.gate = gate
+    bodies = [write_json(tmp_path / ("t%d.json" % i), code_req("THR-%d" % i, "print(%d)" % i))
+              for i in range(16)]
+    env = dict(ENV)
+    env.pop("CODESHIM_MAX_INFLIGHT", None)
+    p, home = run_async([MULTIPROG, loop, fake.url + "/responses"] + bodies, env)
+    gate.pid = p.pid
+    try:
+        rc, out, err = finish(p, home, timeout=120)
+    finally:
+        gate.release()
+    assert rc == 0, err.decode(errors="replace")[-3000:]
+    lines = [json.loads(ln) for ln in out.decode().splitlines() if ln.startswith('{"i"')]
+    assert len(lines) == 16 and all(ln["result"] == 0 and ln["status"] == 200 for ln in lines)
+    for ln in lines:
+        resp = json.loads(ln["body"])
+        schema_check.validate(resp, "Response")
+        ci = [o for o in resp["output"] if o["type"] == "code_interpreter_call"]
+        assert ci and ci[0]["outputs"][0]["logs"] == "%d\n" % ln["i"], ln
+    assert gate.peak >= 16, gate.peak
+    assert gate.threads == 1, gate.threads
 
 
 @pytest.mark.parametrize("loop", ["poll", "socket"])

@@ -135,17 +135,22 @@ void shim_frame_set_waiter(int (*fn)(int fd, int ms))
     waiter = fn;
 }
 
+int shim_frame_tick(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    return waiter ? waiter(fd, ms) : poll(&p, 1, ms);
+}
+
 int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), void *ctx)
 {
     while (stop) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
         int64_t left = deadline - shim_clock_ms();
         int n;
 
         if (left <= 0)
             return 0;
-        n = waiter ? waiter(fd, left > tick_ms ? tick_ms : (int)left)
-                   : poll(&p, 1, left > tick_ms ? tick_ms : (int)left);
+        n = shim_frame_tick(fd, left > tick_ms ? tick_ms : (int)left);
         if (n > 0 || (n < 0 && errno != EINTR))
             return 0; /* readable, or broken: the read says how */
         if (stop(ctx))

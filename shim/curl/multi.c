@@ -20,8 +20,8 @@
  *  - an execution: the sandbox's wait for its result ticks through
  *    engine_wait (base/frame.h's waiter), which yields on the sandbox's
  *    descriptor until it is readable or the tick is over;
- *  - room in the transfer's queue (sinkq.h), which the replay empties;
- *  - a scripted model's delay (shim_multi_sleep_ms).
+ *    (and a scripted model's delay ticks through it, waiting on nothing);
+ *  - room in the transfer's queue (sinkq.h), which the replay empties.
  * x->pm's sockets (by its CURLMOPT_SOCKETFUNCTION), the sandbox's
  * descriptor and the queue's wake fd stand in the program's waits: its
  * socket callback, fdset, wait/poll; their deadlines in its timeout and
@@ -54,7 +54,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Bytes of answer waiting per transfer before its loop waits. */
@@ -398,7 +397,8 @@ static CURLcode engine_perform(CURL *h)
     return x->call_rc;
 }
 
-/* base/frame.h's waiter while a loop runs: fd readable (1) or ms over (0). */
+/* base/frame.h's waiter while a loop runs: fd readable (1) or ms over
+ * (0); fd -1 waits for the time alone. */
 static int engine_wait(int fd, int ms)
 {
     struct xfer *x = tls_x;
@@ -417,24 +417,6 @@ static int engine_wait(int fd, int ms)
     }
     x->wfd = -1;
     return x->wready;
-}
-
-void shim_multi_sleep_ms(long ms)
-{
-    struct xfer *x = tls_x;
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-
-    if (!x || !shim_coro_self()) {
-        while (nanosleep(&t, &t) < 0 && errno == EINTR)
-            ;
-        return;
-    }
-    x->wfd = -1;
-    x->wat = shim_clock_ms() + ms;
-    while (!x->stop && shim_clock_ms() < x->wat) {
-        x->wait = W_FD;
-        shim_coro_yield();
-    }
 }
 
 static void body(void *arg)

@@ -55,9 +55,5 @@ int shim_multi_pause(CURL *e, int bits);
 void shim_multi_forget_easy(CURL *e);
 /* 1 when e is an intercepted transfer of some multi handle now. */
 int shim_multi_owns(CURL *e);
-/* Waits ms: inside a transfer's loop (the engine's coroutine) by
- * yielding until then (or until the transfer is stopped), else by
- * sleeping. */
-void shim_multi_sleep_ms(long ms);
 
 #endif

@@ -6,11 +6,11 @@
 #include "api/script.h"
 #include "api/sse.h"
 #include "base/clock.h"
+#include "base/frame.h"
 #include "base/guard.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/yamljson.h"
-#include "curl/multi.h"
 #include "curl/xfer.h"
 #include "store/cassette.h"
 #include "store/store.h"
@@ -550,7 +550,7 @@ static CURLcode script_delay(struct shim_upstream *u, long ms, char *errbuf)
             snprintf(errbuf, CURL_ERROR_SIZE, "%s", u->x->message);
             return u->x->rc;
         }
-        shim_multi_sleep_ms(u->x && left > 50 ? 50 : left);
+        shim_frame_tick(-1, u->x && left > 50 ? 50 : (int)left); /* a loop yields here */
     }
     return CURLE_OK;
 }

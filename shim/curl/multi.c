@@ -116,6 +116,7 @@ struct xfer {
     struct pfd pfds[MAX_PFDS];
     int npfds;
     CURL *call;                 /* the duplicate in pm */
+    int call_held;              /* ...its receiving paused: the queue is over its cap */
     int call_done;
     CURLcode call_rc;
     int wfd;                    /* W_FD: the descriptor (-1: a plain sleep) */
@@ -387,6 +388,7 @@ static CURLcode engine_perform(CURL *h)
     if (mc != CURLM_OK)
         return mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
     x->call = h;
+    x->call_held = 0;
     x->call_done = 0;
     x->call_rc = CURLE_OK;
     while (!x->call_done) {
@@ -406,8 +408,8 @@ static int engine_wait(int fd, int ms)
 
     if (!x || !shim_coro_self())
         return poll(&p, 1, ms);
-    if (x->stop)
-        return 0; /* the stop predicate says so next */
+    if (x->stop) /* the stop predicate says so next; a plain wait goes on */
+        return fd >= 0 ? poll(&p, 1, ms) : 0;
     x->wfd = fd;
     x->wat = shim_clock_ms() + ms;
     x->wready = 0;
@@ -509,6 +511,25 @@ static void drive_pm(struct xfer *x)
     }
 }
 
+/* Back-pressure on a model call whose stream the loop relays from
+ * libcurl's write callback (outside its coroutine, which cannot wait
+ * there): its receiving pauses while the transfer's queue is over its
+ * cap, and goes on once the replay took it. */
+static void hold_call(struct xfer *x)
+{
+    int over;
+
+    if (!x->call || x->call_done) {
+        x->call_held = 0;
+        return;
+    }
+    over = shim_sinkq_over(x->q);
+    if (over != x->call_held) {
+        REAL_DO(x->api->easy_pause(x->call, over ? CURLPAUSE_RECV : CURLPAUSE_CONT));
+        x->call_held = over;
+    }
+}
+
 /* The model call in flight, dropped (removal). */
 static void drop_call(struct xfer *x)
 {
@@ -604,6 +625,7 @@ static void engine_step(struct mstate *st, struct xfer *x)
         return;
     for (i = 0; i < 4 && x->co; i++) {
         drive_pm(x);
+        hold_call(x);
         if (x->wait == W_FD && x->wfd >= 0 && !x->wready) {
             struct pollfd p = {.fd = x->wfd, .events = POLLIN};
             x->wready = poll(&p, 1, 0) != 0;
@@ -730,6 +752,7 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
     x->pm_at = -1;
     x->wfd = -1;
     x->wtold = -1;
+    shim_sinkq_one_thread(x->q);
     x->order = atomic_fetch_add(&arrivals, 1);
     x->queued = 1;
 }

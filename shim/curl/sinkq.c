@@ -17,6 +17,7 @@ struct shim_sinkq {
     pthread_mutex_t mu;
     pthread_cond_t room; /* a writer thread waits here while the queue is full */
     size_t want; /* a coroutine writer waits for room for this many bytes */
+    int one_thread; /* writer and reader share a thread: only a coroutine waits */
     struct shim_sinkq_item *head, *tail;
     size_t bytes, cap;
     int refs;
@@ -115,6 +116,8 @@ int shim_sinkq_push(struct shim_sinkq *q, int kind, const void *a, size_t an,
     /* an item larger than the cap still goes through an empty queue; a
      * coroutine (the multi engine's) yields until the reader took some */
     while (!q->stopped && q->bytes && q->bytes + n > q->cap) {
+        if (!shim_coro_self() && q->one_thread)
+            break; /* the reader's own thread: over the cap (see sinkq.h) */
         if (!shim_coro_self()) {
             pthread_cond_wait(&q->room, &q->mu);
             continue;
@@ -225,6 +228,23 @@ void shim_sinkq_stop(struct shim_sinkq *q)
     pthread_cond_broadcast(&q->room);
     pthread_mutex_unlock(&q->mu);
     free_items(drop);
+}
+
+void shim_sinkq_one_thread(struct shim_sinkq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->one_thread = 1;
+    pthread_mutex_unlock(&q->mu);
+}
+
+int shim_sinkq_over(struct shim_sinkq *q)
+{
+    int o;
+
+    pthread_mutex_lock(&q->mu);
+    o = !q->stopped && q->bytes >= q->cap;
+    pthread_mutex_unlock(&q->mu);
+    return o;
 }
 
 int shim_sinkq_full(struct shim_sinkq *q)

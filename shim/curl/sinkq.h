@@ -58,6 +58,13 @@ int shim_sinkq_fd(struct shim_sinkq *q);
  * wakes a blocked writer. */
 void shim_sinkq_stop(struct shim_sinkq *q);
 
+/* The writer runs on the reader's thread (the multi engine): as a
+ * coroutine it yields while the queue is full; outside one (a libcurl
+ * callback the reader's drive runs) it never waits but goes over the cap,
+ * and the reader holds back the source (shim_sinkq_over). */
+void shim_sinkq_one_thread(struct shim_sinkq *q);
+/* Reader: 1 while the queue holds its cap or more. */
+int shim_sinkq_over(struct shim_sinkq *q);
 /* Reader: 1 while a coroutine writer waits for room (it is resumed once
  * the reader took enough). */
 int shim_sinkq_full(struct shim_sinkq *q);

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -239,26 +240,53 @@ def test_stop_in_the_middle_of_an_execution(fake, asan_prog, tmp_path, action):
     assert len(tagged(fake, "EXEC-" + action)) == 1  # no second call with A's output
 
 
+def sandbox_has(name):
+    """1 when a process's /mnt/data (seen through /proc/PID/root: a sandbox
+    of this machine) holds name."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and os.path.exists("/proc/%s/root/mnt/data/%s" % (pid, name)):
+            return True
+    return False
+
+
+def when_sandbox_has(name, then, timeout=60):
+    """A thread that calls then() once some sandbox's /mnt/data has name."""
+    def watch():
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not sandbox_has(name):
+            time.sleep(0.05)
+        then()
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
 @pytest.mark.parametrize("action", ["remove", "cleanup", "multicleanup"])
 def test_a_stopped_execution_of_a_session_is_told_at_its_next_request(fake, prog, tmp_path,
                                                                        rt, action):
     """A session's code interrupted by the program removing (or cleaning up)
-    its transfer: the session's next request runs in a restarted
+    its transfer once it runs (the program is told when the code has
+    written a file): the session's next request runs in a restarted
     interpreter (A's variable is gone, the file A would have written later
     is not there), and its tool output tells the model so."""
     sess = {"metadata": {"session_id": "stop-" + action}}
+    begun = "begun-%s-%d" % (action, os.getpid())
+    go = tmp_path / "go"
     a = write_json(tmp_path / "a.json", code_req(
-        "SEXEC-" + action, "x = 41\nimport time\ntime.sleep(30)\n"
-        "open('/mnt/data/slept', 'w').write('1')", stream=True, **sess))
+        "SEXEC-" + action, "x = 41\nopen('/mnt/data/%s', 'w').close()\nimport time\n"
+        "time.sleep(30)\nopen('/mnt/data/slept', 'w').write('1')" % begun, stream=True, **sess))
     b = write_json(tmp_path / "b.json", code_req(
         "SNEXT-" + action, "import os\nprint(os.path.exists('/mnt/data/slept'), "
         "'x' in globals())", **sess))
-    rc, out, err = run([prog, "socket", action, "text:code_interpreter_call.interpreting",
+    watcher = when_sandbox_has(begun, lambda: go.write_text("now"))
+    rc, out, err = run([prog, "socket", action, "file:%s" % go,
                         fake.url + "/responses", tmp_path, a, b],
                        env=dict(ENV, CODESHIM_RUNTIME_DIR=str(rt)), timeout=90)
+    watcher.join(5)
     assert rc == 0, err.decode(errors="replace")[-4000:]
     res = result_of(out)
     assert res["A"] == -1
+    assert "code_interpreter_call.interpreting" in (tmp_path / "A.body").read_text()
     assert (res["B"], res["status_b"]) == (0, 200), res
     resp = json.loads((tmp_path / "B.body").read_text())
     schema_check.validate(resp, "Response")

@@ -337,6 +337,32 @@ static void coroutine_writer_yields_while_full(void **state)
     shim_sinkq_unref(w.q);
 }
 
+/* The engine's queues: a writer on the reader's thread outside a
+ * coroutine (libcurl's write callback) never waits, it goes over the
+ * cap, which the reader sees to hold the source back. */
+static void one_thread_writer_goes_over_the_cap(void **state)
+{
+    static const char chunk[40] = {0};
+    struct shim_sinkq *q;
+    struct shim_sinkq_item *it;
+    int ended, result;
+
+    (void)state;
+    assert_int_equal(shim_sinkq_new(64, &q), 0);
+    shim_sinkq_one_thread(q);
+    assert_int_equal(shim_sinkq_push(q, 1, chunk, sizeof(chunk), NULL, 0), 0);
+    assert_false(shim_sinkq_over(q));
+    assert_int_equal(shim_sinkq_push(q, 1, chunk, sizeof(chunk), NULL, 0), 0); /* no wait */
+    assert_true(shim_sinkq_over(q));
+    it = shim_sinkq_take(q, &ended, &result);
+    assert_non_null(it);
+    assert_non_null(it->next);
+    free(it->next);
+    free(it);
+    assert_false(shim_sinkq_over(q));
+    shim_sinkq_unref(q);
+}
+
 static void coroutine_writer_stopped_while_full(void **state)
 {
     struct cwriter w = {0};
@@ -364,6 +390,7 @@ int main(void)
         cmocka_unit_test(refusing_callback_ends_it),
         cmocka_unit_test(coroutine_writer_yields_while_full),
         cmocka_unit_test(coroutine_writer_stopped_while_full),
+        cmocka_unit_test(one_thread_writer_goes_over_the_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

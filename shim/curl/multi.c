@@ -1145,6 +1145,7 @@ CURLMcode shim_multi_remove(const struct shim_curl_api *api, CURLM *m, CURL *e)
     if (st->busy)
         return CURLM_RECURSIVE_API_CALL;
     drop(st, x, 1);
+    retime(st); /* a transfer waiting for its turn may start now */
     return CURLM_OK;
 }
 

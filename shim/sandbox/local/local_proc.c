@@ -13,7 +13,6 @@
  * cgroup we made but may not join; a kernel or policy that gives our own
  * user namespace no mounts), it is said once and the start is made again
  * without it, as are all later ones of the process. */
-#include "base/frame.h"
 #include "base/log.h"
 #include "sandbox/local/local_int.h"
 
@@ -350,13 +349,7 @@ int shim_local_wait_up(struct shim_local *l)
     struct shim_buf b;
     char err[768];
     int python_failed;
-    int64_t deadline = shim_clock_ms() + START_S * 1000;
-    int rc;
-
-    /* waited on in ticks: a multi transfer's loop yields there (frame.h) */
-    while (shim_clock_ms() < deadline && shim_frame_tick(l->fd, 50) == 0)
-        ;
-    rc = shim_local_recv_frame(l, &b, deadline);
+    int rc = shim_local_recv_frame(l, &b, shim_clock_ms() + START_S * 1000);
 
     if (rc == 0 && b.len == 1 && b.data[0] == 'H') {
         shim_buf_free(&b);

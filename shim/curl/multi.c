@@ -17,11 +17,16 @@
  *    on its sockets that poll ready and on its timer, so libcurl runs the
  *    call, and every callback it makes (the program's connection
  *    callbacks through relay.h), inside the program's call on its stack;
- *  - an execution: the sandbox's wait for its result ticks through
- *    engine_wait (base/frame.h's waiter), which yields on the sandbox's
- *    descriptor until it is readable or the tick is over;
- *    (and a scripted model's delay ticks through it, waiting on nothing);
+ *  - a sandbox: every wait of base/frame.c to read (an execution's
+ *    result, a sandbox coming up, the sandbox host's answer) goes
+ *    through engine_wait (its waiter), which yields on the descriptor
+ *    until it is readable or the time is over (a scripted model's delay
+ *    waits there on nothing);
  *  - room in the transfer's queue (sinkq.h), which the replay empties.
+ * The loop's code that libcurl calls back during a model call (its write
+ * callback: a live stream relayed) runs on the program's stack inside
+ * serve; what it queues may go over the queue's cap, and the call's
+ * receiving is paused then until the replay took it (hold_call).
  * x->pm's sockets (by its CURLMOPT_SOCKETFUNCTION), the sandbox's
  * descriptor and the queue's wake fd stand in the program's waits: its
  * socket callback, fdset, wait/poll; their deadlines in its timeout and

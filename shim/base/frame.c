@@ -12,17 +12,22 @@
 
 #define CHUNK 16384 /* read in pieces: the program's thread stack may be small */
 
-/* Waits for events on fd until deadline: 0, -ETIMEDOUT or -errno. */
+/* The thread's waiter (shim_frame_set_waiter), or NULL. */
+static __thread int (*waiter)(int fd, int ms);
+
+/* Waits for events on fd until deadline: 0, -ETIMEDOUT or -errno. A wait
+ * to read goes through the thread's waiter when one is set. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
         struct pollfd p = {.fd = fd, .events = events};
         int64_t left = deadline - shim_clock_ms();
-        int n;
+        int n, ms;
 
         if (left <= 0)
             return -ETIMEDOUT;
-        n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        ms = left > INT_MAX ? INT_MAX : (int)left;
+        n = waiter && events == POLLIN ? waiter(fd, ms) : poll(&p, 1, ms);
         if (n > 0)
             return 0; /* ready, HUP or ERR: the I/O call says which */
         if (n < 0 && errno != EINTR)
@@ -128,16 +133,27 @@ int shim_frame_recv(int fd, struct shim_buf *b, size_t max, int64_t deadline)
     return 0;
 }
 
+void shim_frame_set_waiter(int (*fn)(int fd, int ms))
+{
+    waiter = fn;
+}
+
+int shim_frame_tick(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    return waiter ? waiter(fd, ms) : poll(&p, 1, ms);
+}
+
 int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), void *ctx)
 {
     while (stop) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
         int64_t left = deadline - shim_clock_ms();
         int n;
 
         if (left <= 0)
             return 0;
-        n = poll(&p, 1, left > tick_ms ? tick_ms : (int)left);
+        n = shim_frame_tick(fd, left > tick_ms ? tick_ms : (int)left);
         if (n > 0 || (n < 0 && errno != EINTR))
             return 0; /* readable, or broken: the read says how */
         if (stop(ctx))
@@ -220,7 +236,7 @@ int shim_frame_recv_byte(int sock, char *b, int *fds, int max, int *nfds, int *p
 
         if (left <= 0)
             return -ETIMEDOUT;
-        if (poll(&pf, 1, (int)left) <= 0)
+        if ((waiter ? waiter(sock, (int)left) : poll(&pf, 1, (int)left)) <= 0)
             continue;
         memset(&mh, 0, sizeof(mh));
         mh.msg_iov = &iov;

@@ -37,6 +37,16 @@ int shim_frame_recv(int fd, struct shim_buf *b, size_t max, int64_t deadline);
  * deadline passed (the read that follows says which), -ECANCELED once
  * stop answers nonzero. stop NULL: returns 0 at once. */
 int shim_frame_wait(int fd, int64_t deadline, int tick_ms, int (*stop)(void *), void *ctx);
+/* While set on a thread, every wait of this file to read (a frame, a
+ * byte, shim_frame_wait's ticks) goes through fn(fd, ms) instead of poll
+ * (> 0: readable, 0: ms passed): the multi engine (curl/multi.c) yields
+ * there, so a sandbox is waited on through its descriptor inside the
+ * program's own waits. NULL: poll. */
+void shim_frame_set_waiter(int (*fn)(int fd, int ms));
+/* One such tick: fd readable (> 0) or ms over (0), through the thread's
+ * waiter when one is set, else poll; fd -1 waits for nothing (a sleep
+ * that a transfer's loop spends yielded). */
+int shim_frame_tick(int fd, int ms);
 
 uint32_t shim_frame_get32(const unsigned char *p);
 void shim_frame_put32(unsigned char *p, uint32_t v);

@@ -66,7 +66,7 @@ struct shim_handle_limits {
 
 /* The program's connection callbacks and their data: what libcurl calls
  * on the thread that drives a transfer while it connects (a multi
- * worker's duplicate calls them through multi.c, on the program's). */
+ * transfer's model calls reach them through relay.h, on the same). */
 struct shim_handle_cbs {
     curl_opensocket_callback open;
     void *open_data;

@@ -609,7 +609,7 @@ int shim_intercept_detach(const struct shim_curl_api *api, struct shim_intercept
     int oom = 0, err;
 
     j->api = api;
-    if (q && shim_relay_new(q, j->h, &j->v.cbs, j->t0, j->v.lim.timeout_ms, &j->relay) < 0)
+    if (q && shim_relay_new(q, j->h, &j->v.cbs, &j->relay) < 0)
         return -ENOMEM;
     if (shim_intercept_reads_program(j)) {
         if ((err = take_mime(api, j, &oom)) < 0) {

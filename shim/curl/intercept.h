@@ -1,8 +1,9 @@
 /* intercept.h - what happens when the program calls curl_easy_perform.
  * Decides ours or real (classify), and runs the loop for ours.
  *
- * The multi interface uses the two halves apart: the decision on the
- * program's thread when a handle is added, the answer on a worker. */
+ * The multi interface uses the two halves apart: the decision when a
+ * handle is added, the answer in the transfer's loop (multi.c's engine,
+ * a coroutine on the program's thread). */
 #ifndef SHIM_INTERCEPT_H
 #define SHIM_INTERCEPT_H
 
@@ -35,7 +36,7 @@ void shim_intercept_restore(CURL *h);
  * stands: the duplicate gets the program's. */
 void shim_intercept_duphandle(const struct shim_curl_api *api, CURL *from, CURL *to);
 /* The program's thread: makes j independent of the program's memory and
- * handle, so a worker may answer it while the program goes on. The body
+ * handle, so its loop may answer it while the program goes on. The body
  * and header list are copied, the model calls will use a private
  * duplicate of h (its CURLOPT_SHARE dropped: a share without lock
  * callbacks must not be used from two threads), and the view keeps no

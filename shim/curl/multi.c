@@ -5,26 +5,55 @@
  * one mutex; one struct xfer per intercepted easy handle in it, living
  * from add_handle to remove_handle (its CURLMsg must stay valid until
  * then). The registry mutex guards the lists only: it is never held while
- * a callback of the program or a real libcurl function runs. The worker
- * and the program's thread share nothing but the queue (sinkq.h) and the
- * job the worker owns. The program's callbacks run only here, on its
- * thread inside the calls that drive the multi handle: the replay of
- * what the worker delivered (sink.h, which also pauses it) and the
- * connection callbacks its model calls need (relay.h, served by serve()
- * through the same queue); removal stops the queue, which stops the
- * worker's model call and execution (xfer.h) and every relayed call. */
+ * a callback of the program or a real libcurl function runs.
+ *
+ * The engine. Each transfer's loop (intercept.h's answer: loop.c) runs
+ * as a coroutine (coro.h) that only the program's calls driving the
+ * multi handle resume, on the program's thread (serve). Where the loop
+ * would block it yields, saying what it waits for (enum wait):
+ *  - a model call: the loop's API table (x->eapi) performs the duplicate
+ *    by adding it to the transfer's private multi handle (x->pm) and
+ *    yielding until it is done. serve drives x->pm with socket_action
+ *    on its sockets that poll ready and on its timer, so libcurl runs the
+ *    call, and every callback it makes (the program's connection
+ *    callbacks through relay.h), inside the program's call on its stack;
+ *  - a sandbox: every wait of base/frame.c to read (an execution's
+ *    result, a sandbox coming up, the sandbox host's answer) goes
+ *    through engine_wait (its waiter), which yields on the descriptor
+ *    until it is readable or the time is over (a scripted model's delay
+ *    waits there on nothing);
+ *  - room in the transfer's queue (sinkq.h), which the replay empties.
+ * The loop's code that libcurl calls back during a model call (its write
+ * callback: a live stream relayed) runs on the program's stack inside
+ * serve; what it queues may go over the queue's cap, and the call's
+ * receiving is paused then until the replay took it (hold_call).
+ * x->pm's sockets (by its CURLMOPT_SOCKETFUNCTION), the sandbox's
+ * descriptor and the queue's wake fd stand in the program's waits: its
+ * socket callback, fdset, wait/poll; their deadlines in its timeout and
+ * timer callback. The program's own callbacks run only on its stack,
+ * never on a coroutine's: the replay of what the loop delivered (sink.h,
+ * which also pauses it) and those libcurl calls while serve drives x->pm.
+ * Removal stops the queue (the loop's sinks and relay.h see it), drops
+ * the model call in flight and resumes the coroutine until it is over:
+ * every wait ends at once then, so the loop unwinds inside the removal,
+ * its sandbox session left as after any stop. At most
+ * CODESHIM_MAX_INFLIGHT loops run at once in the process; more wait
+ * their turn, in order. */
 #include "curl/multi.h"
 
 #include "base/clock.h"
+#include "base/frame.h"
 #include "base/guard.h"
 #include "base/log.h"
+#include "curl/coro.h"
 #include "curl/intercept.h"
-#include "curl/pool.h"
 #include "curl/sink.h"
 #include "curl/sinkq.h"
 #include "curl/xfer.h"
+#include "system/config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,11 +61,32 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Bytes of answer waiting per transfer before its worker waits. */
+/* Bytes of answer waiting per transfer before its loop waits. */
 #define QUEUE_CAP (1u << 20)
+/* A loop's stack (mmap'd, touched pages only). */
+#define STACK_SIZE (1u << 20)
+/* Sockets of one transfer's private multi handle at once (libcurl uses
+ * one or two a call). */
+#define MAX_PFDS 8
+/* How often a transfer waiting for a free slot looks again, when the
+ * slot may be freed by another thread's multi handle. */
+#define SLOT_TICK_MS 50
+
+/* What a yielded loop waits for. */
+enum wait { W_START, W_ROOM, W_CALL, W_FD };
+
+struct pfd {
+    curl_socket_t fd;
+    int what;  /* CURL_POLL_* x->pm asks for */
+    int told;  /* ...as the program's socket callback was told */
+    void *socketp;
+};
+
+struct mstate;
 
 struct xfer {
     struct xfer *next;
+    struct mstate *st;
     CURL *easy;
     struct shim_sinkq *q;       /* NULL once done */
     int fd;                     /* the queue's wake fd while q is set */
@@ -46,7 +96,7 @@ struct xfer {
     void *socketp;              /* curl_multi_assign's pointer for fd */
     int done, unread;           /* CURLMsg made / not yet read */
     int gone;                   /* easy cleaned up from a callback */
-    int orphan;                 /* forked: its worker is the parent's */
+    int orphan;                 /* forked: its loop is the parent's */
     /* not decided yet: its body is read from the program's read callback
      * inside the next call that drives the multi handle (resolve); or
      * decided (ij) but its MIME post still to read there */
@@ -55,6 +105,30 @@ struct xfer {
     double t0;                  /* when it was added */
     unsigned long seq;          /* completion order, for info_read */
     CURLMsg msg;
+    /* the engine */
+    const struct shim_curl_api *api; /* the program's libcurl */
+    struct shim_curl_api eapi;  /* the loop's: easy_perform through pm */
+    struct shim_intercept_job *job; /* detached: what the loop answers */
+    struct shim_coro *co;       /* the loop, from its start to its end */
+    unsigned long order;        /* when it was added, for its turn */
+    int queued;                 /* waits for a slot */
+    int stop;                   /* every wait ends at once */
+    int guard;                  /* the loop's guard depth (guard.h) */
+    CURLcode result;
+    enum wait wait;
+    CURLM *pm;                  /* private: the model calls */
+    int64_t pm_at;              /* its timer (-1: none) */
+    struct pfd pfds[MAX_PFDS];
+    int npfds;
+    CURL *call;                 /* the duplicate in pm */
+    int call_held;              /* ...its receiving paused: the queue is over its cap */
+    int call_done;
+    CURLcode call_rc;
+    int wfd;                    /* W_FD: the descriptor (-1: a plain sleep) */
+    int64_t wat;                /* ...until then */
+    int wready;
+    int wtold;                  /* the descriptor the socket callback was told (-1) */
+    void *wsocketp;
 };
 
 struct mstate {
@@ -70,31 +144,29 @@ struct mstate {
     int64_t real_at;   /* ...as a deadline */
     int real_called;   /* libcurl asked during the current call */
     int64_t given_at;  /* the program's timer from us (-1: none) */
-    int busy;          /* replaying: the program's callbacks run */
+    int busy;          /* the program's callbacks run */
     struct xfer *xfers;
     unsigned long seq;
-};
-
-/* The worker's half. */
-struct work {
-    struct shim_pool_job pj;
-    const struct shim_curl_api *api;
-    struct shim_intercept_job *ij;
-    struct shim_sinkq *q;
 };
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct mstate *reg;
 static atomic_int nreg; /* lets easy cleanup skip the lock when unused */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* loops holding a slot, in the whole process; the order transfers came */
+static atomic_int g_running;
+static atomic_ulong arrivals;
+/* the transfer whose loop this thread runs now */
+static __thread struct xfer *tls_x;
 
 /* ---- fork ---- */
 
 static void prepare(void) { pthread_mutex_lock(&reg_mu); }
 static void parent(void) { pthread_mutex_unlock(&reg_mu); }
 
-/* The child has none of the workers: what they were doing is lost there.
- * Their queues may be locked forever, so they are left alone (leaked). */
+/* The child must not resume the parent's loops: their sockets, sandbox
+ * connections and handles are the parent's. They are left alone (leaked),
+ * their queues too, and told to the program as failed. */
 static void child(void)
 {
     struct mstate *st;
@@ -104,11 +176,11 @@ static void child(void)
         for (x = st->xfers; x; x = x->next)
             if (!x->done)
                 x->orphan = 1;
+    atomic_store(&g_running, 0);
     pthread_mutex_init(&reg_mu, NULL);
 }
 
 static void register_atfork(void) { pthread_atfork(prepare, parent, child); }
-
 /* ---- registry ---- */
 
 static struct mstate *find(CURLM *m)
@@ -194,29 +266,313 @@ static void unlink_xfer(struct mstate *st, struct xfer *x)
     pthread_mutex_unlock(&reg_mu);
 }
 
-/* ---- the worker ---- */
+/* ---- the engine ---- */
 
-static void work_run(struct shim_pool_job *pj)
+#define REAL(call)                                                             \
+    do {                                                                       \
+        shim_guard_enter();                                                    \
+        rc = (call);                                                           \
+        shim_guard_leave();                                                    \
+    } while (0)
+/* The same, its result not needed. */
+#define REAL_DO(call)                                                          \
+    do {                                                                       \
+        shim_guard_enter();                                                    \
+        (void)(call);                                                          \
+        shim_guard_leave();                                                    \
+    } while (0)
+
+static int64_t later(int64_t a, int64_t b) /* the sooner deadline; -1: none */
 {
-    struct work *w = (struct work *)pj;
-    CURLcode rc = CURLE_ABORTED_BY_CALLBACK;
-
-    if (!shim_sinkq_stopped(w->q)) { /* removed while it waited: no call */
-        shim_sink_queue_into(w->q);
-        shim_xfer_cancel_by(w->q); /* removal stops its calls and executions */
-        rc = shim_intercept_answer(w->api, w->ij);
-        shim_xfer_cancel_by(NULL);
-        shim_sink_queue_into(NULL);
-    }
-    /* its handles closed while the program's close-socket callback may
-     * still be called through the queue, then the end */
-    shim_intercept_job_free(w->ij);
-    shim_sink_queue_end(w->q, rc);
-    shim_sinkq_unref(w->q);
-    free(w);
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* A transfer that fails before any worker: recorded like a worker's
+/* The program's socket callback about one of x's descriptors. */
+static void tell_fd(struct mstate *st, struct xfer *x, curl_socket_t fd, int what, void *p)
+{
+    if (st->sock_cb)
+        st->sock_cb(x->easy, fd, what, st->sock_data, p);
+}
+
+static int pfd_index(const struct xfer *x, curl_socket_t fd)
+{
+    int i;
+
+    for (i = 0; i < x->npfds; i++)
+        if (x->pfds[i].fd == fd)
+            return i;
+    return -1;
+}
+
+/* What x->pm asks of its sockets reaches the program's socket callback
+ * at once, unless a loop runs (its add_handle): then after it yields. */
+static void sync_pfds(struct mstate *st, struct xfer *x)
+{
+    int i;
+
+    for (i = 0; i < x->npfds; i++)
+        if (x->pfds[i].told != x->pfds[i].what) {
+            x->pfds[i].told = x->pfds[i].what;
+            tell_fd(st, x, x->pfds[i].fd, x->pfds[i].what, x->pfds[i].socketp);
+        }
+}
+
+static int pm_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    struct xfer *x = userp;
+    int i = pfd_index(x, s);
+
+    (void)e, (void)socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (i < 0)
+            return 0;
+        if (x->pfds[i].told && !shim_coro_self())
+            tell_fd(x->st, x, s, CURL_POLL_REMOVE, x->pfds[i].socketp);
+        if ((i = pfd_index(x, s)) >= 0) /* the callback may have changed them */
+            x->pfds[i] = x->pfds[--x->npfds];
+        return 0;
+    }
+    if (i < 0) {
+        if (x->npfds == MAX_PFDS) {
+            LOG_ERR("a model call wants more than %d sockets at once", MAX_PFDS);
+            return -1;
+        }
+        i = x->npfds++;
+        memset(&x->pfds[i], 0, sizeof(x->pfds[i]));
+        x->pfds[i].fd = s;
+    }
+    x->pfds[i].what = what;
+    if (!shim_coro_self())
+        sync_pfds(x->st, x);
+    return 0;
+}
+
+static int pm_timer(CURLM *m, long ms, void *userp)
+{
+    struct xfer *x = userp;
+
+    (void)m;
+    x->pm_at = ms < 0 ? -1 : shim_clock_ms() + ms;
+    return 0;
+}
+
+/* The descriptor a loop waits on, told to (or taken off) the program's
+ * socket callback. */
+static void tell_wfd(struct mstate *st, struct xfer *x)
+{
+    if (x->wait == W_FD && x->wfd >= 0 && x->wtold < 0 && !x->stop) {
+        x->wtold = x->wfd;
+        x->wsocketp = NULL;
+        tell_fd(st, x, x->wfd, CURL_POLL_IN, NULL);
+    }
+}
+
+static void untell_wfd(struct mstate *st, struct xfer *x)
+{
+    if (x->wtold >= 0)
+        tell_fd(st, x, x->wtold, CURL_POLL_REMOVE, x->wsocketp);
+    x->wtold = -1;
+}
+
+/* ---- inside a loop (its coroutine) ---- */
+
+/* The loop's curl_easy_perform of a duplicate (system/http.c calls it,
+ * guard up): the call runs in x->pm, driven by serve. */
+static CURLcode engine_perform(CURL *h)
+{
+    struct xfer *x = tls_x;
+    CURLMcode mc;
+
+    if (!x || !shim_coro_self()) {
+        LOG_ERR("a model call outside its transfer's loop");
+        return CURLE_FAILED_INIT;
+    }
+    if (x->stop)
+        return CURLE_ABORTED_BY_CALLBACK;
+    mc = x->api->multi_add_handle(x->pm, h);
+    if (mc != CURLM_OK)
+        return mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
+    x->call = h;
+    x->call_held = 0;
+    x->call_done = 0;
+    x->call_rc = CURLE_OK;
+    while (!x->call_done) {
+        x->wait = W_CALL;
+        shim_coro_yield();
+    }
+    x->call = NULL;
+    return x->call_rc;
+}
+
+/* base/frame.h's waiter while a loop runs: fd readable (1) or ms over
+ * (0); fd -1 waits for the time alone. */
+static int engine_wait(int fd, int ms)
+{
+    struct xfer *x = tls_x;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    if (!x || !shim_coro_self())
+        return poll(&p, 1, ms);
+    if (x->stop) /* the stop predicate says so next; a plain wait goes on */
+        return fd >= 0 ? poll(&p, 1, ms) : 0;
+    x->wfd = fd;
+    x->wat = shim_clock_ms() + ms;
+    x->wready = 0;
+    while (!x->stop && !x->wready && shim_clock_ms() < x->wat) {
+        x->wait = W_FD;
+        shim_coro_yield();
+    }
+    x->wfd = -1;
+    return x->wready;
+}
+
+static void body(void *arg)
+{
+    struct xfer *x = arg;
+
+    x->result = x->stop ? CURLE_ABORTED_BY_CALLBACK : shim_intercept_answer(&x->eapi, x->job);
+}
+
+/* ---- around a loop, on the program's stack ---- */
+
+/* Runs x's loop until it yields (0) or is over (1), with this thread's
+ * state as the loop left it: its guard depth, the queue its sinks record
+ * into, the transfer its limits stop, the waiter its sandbox uses. */
+static int resume(struct xfer *x)
+{
+    int guard = shim_guard_depth, over;
+    struct xfer *prev = tls_x;
+
+    tls_x = x;
+    shim_guard_depth = x->guard;
+    shim_sink_queue_into(x->q);
+    shim_xfer_cancel_by(x->q);
+    shim_frame_set_waiter(engine_wait);
+    x->wait = W_ROOM; /* a yield that says nothing: the queue's (sinkq.c) */
+    over = shim_coro_resume(x->co);
+    shim_frame_set_waiter(NULL);
+    shim_xfer_cancel_by(NULL);
+    shim_sink_queue_into(NULL);
+    x->guard = shim_guard_depth;
+    shim_guard_depth = guard;
+    tls_x = prev;
+    return over;
+}
+
+static int runnable(struct xfer *x)
+{
+    if (x->stop)
+        return 1;
+    switch (x->wait) {
+    case W_START:
+        return 1;
+    case W_ROOM:
+        return !shim_sinkq_full(x->q);
+    case W_CALL:
+        return x->call_done;
+    case W_FD:
+        return x->wready || shim_clock_ms() >= x->wat;
+    }
+    return 1;
+}
+
+/* Drives x->pm: its sockets that are ready, its timer once due; a model
+ * call done ends x's wait. */
+static void drive_pm(struct xfer *x)
+{
+    struct pollfd p[MAX_PFDS];
+    CURLMsg *msg;
+    int i, n = x->npfds, r, left;
+
+    for (i = 0; i < n; i++) {
+        p[i].fd = x->pfds[i].fd;
+        p[i].events = (short)(((x->pfds[i].what & CURL_POLL_IN) ? POLLIN : 0) |
+                              ((x->pfds[i].what & CURL_POLL_OUT) ? POLLOUT : 0));
+        p[i].revents = 0;
+    }
+    if (n && poll(p, (nfds_t)n, 0) > 0)
+        for (i = 0; i < n; i++) {
+            int ev = ((p[i].revents & (POLLIN | POLLHUP)) ? CURL_CSELECT_IN : 0) |
+                     ((p[i].revents & POLLOUT) ? CURL_CSELECT_OUT : 0) |
+                     ((p[i].revents & (POLLERR | POLLNVAL)) ? CURL_CSELECT_ERR : 0);
+            if (ev)
+                REAL_DO(x->api->multi_socket_action(x->pm, p[i].fd, ev, &r));
+        }
+    if (x->pm_at >= 0 && x->pm_at <= shim_clock_ms()) {
+        x->pm_at = -1;
+        REAL_DO(x->api->multi_socket_action(x->pm, CURL_SOCKET_TIMEOUT, 0, &r));
+    }
+    for (;;) {
+        shim_guard_enter();
+        msg = x->api->multi_info_read(x->pm, &left);
+        shim_guard_leave();
+        if (!msg)
+            break;
+        if (msg->msg != CURLMSG_DONE || !x->call || msg->easy_handle != x->call)
+            continue;
+        x->call_rc = msg->data.result;
+        REAL_DO(x->api->multi_remove_handle(x->pm, x->call));
+        x->call_done = 1;
+    }
+}
+
+/* Back-pressure on a model call whose stream the loop relays from
+ * libcurl's write callback (outside its coroutine, which cannot wait
+ * there): its receiving pauses while the transfer's queue is over its
+ * cap, and goes on once the replay took it. */
+static void hold_call(struct xfer *x)
+{
+    int over;
+
+    if (!x->call || x->call_done) {
+        x->call_held = 0;
+        return;
+    }
+    over = shim_sinkq_over(x->q);
+    if (over != x->call_held) {
+        REAL_DO(x->api->easy_pause(x->call, over ? CURLPAUSE_RECV : CURLPAUSE_CONT));
+        x->call_held = over;
+    }
+}
+
+/* The model call in flight, dropped (removal). */
+static void drop_call(struct xfer *x)
+{
+
+    if (!x->call || x->call_done)
+        return;
+    REAL_DO(x->api->multi_remove_handle(x->pm, x->call));
+    x->call_rc = CURLE_ABORTED_BY_CALLBACK;
+    x->call_done = 1;
+}
+
+/* x's loop is over: its private handle closed (the program's close-socket
+ * callback runs for its connections while the transfer is still the
+ * program's), its handles and stack freed, its end recorded. */
+static void engine_end(struct mstate *st, struct xfer *x)
+{
+    int i;
+
+    shim_coro_free(x->co);
+    x->co = NULL;
+    atomic_fetch_sub(&g_running, 1);
+    untell_wfd(st, x);
+    if (x->pm) {
+        drop_call(x);
+        REAL_DO(x->api->multi_cleanup(x->pm));
+        for (i = 0; i < x->npfds; i++)
+            if (x->pfds[i].told)
+                tell_fd(st, x, x->pfds[i].fd, CURL_POLL_REMOVE, x->pfds[i].socketp);
+        x->npfds = 0;
+        x->pm = NULL;
+    }
+    shim_intercept_job_free(x->job);
+    x->job = NULL;
+    shim_sink_queue_end(x->q, x->result);
+    shim_sinkq_unref(x->q); /* the loop's reference */
+}
+
+/* A transfer that fails before its loop runs: recorded like a loop's
  * failure, so the program learns it inside its next perform. */
 static void fail_now(struct shim_sinkq *q, CURL *e, const struct shim_handle_view *v,
                      CURLcode rc, const char *msg)
@@ -230,11 +586,149 @@ static void fail_now(struct shim_sinkq *q, CURL *e, const struct shim_handle_vie
     shim_sink_queue_end(q, rc);
 }
 
+/* The engine's share of freeing x that never ran (or could not start). */
+static void unqueue(struct xfer *x)
+{
+    x->queued = 0;
+    if (x->pm)
+        REAL_DO(x->api->multi_cleanup(x->pm));
+    x->pm = NULL;
+    shim_intercept_job_free(x->job);
+    x->job = NULL;
+}
+
+/* x's turn, when a slot is free and no transfer that came before it
+ * waits in st (a transfer of another multi handle takes its own turns). */
+static int try_start(struct mstate *st, struct xfer *x)
+{
+    const struct xfer *y;
+
+    for (y = st->xfers; y && y != x; y = y->next)
+        if (y->queued && !y->gone && !y->done && y->order < x->order)
+            return 0;
+    if (atomic_load(&g_running) >= shim_config()->max_inflight)
+        return 0;
+    if (shim_coro_new(STACK_SIZE, body, x, &x->co) < 0) {
+        unqueue(x);
+        fail_now(x->q, x->easy, &x->pv, CURLE_OUT_OF_MEMORY,
+                 "codeshim: out of memory for this transfer's loop");
+        return 0;
+    }
+    atomic_fetch_add(&g_running, 1);
+    x->queued = 0;
+    x->wait = W_START;
+    shim_sinkq_ref(x->q);
+    return 1;
+}
+
+/* Advances x's loop as far as it can go now. */
+static void engine_step(struct mstate *st, struct xfer *x)
+{
+    int i;
+
+    if (x->orphan || !x->co)
+        return;
+    for (i = 0; i < 4 && x->co; i++) {
+        drive_pm(x);
+        hold_call(x);
+        if (x->wait == W_FD && x->wfd >= 0 && !x->wready) {
+            struct pollfd p = {.fd = x->wfd, .events = POLLIN};
+            x->wready = poll(&p, 1, 0) != 0;
+        }
+        if (!runnable(x))
+            break;
+        if (x->wready || x->stop)
+            untell_wfd(st, x);
+        if (resume(x)) {
+            engine_end(st, x);
+            return;
+        }
+        if (x->wtold >= 0 && (x->wait != W_FD || x->wfd != x->wtold))
+            untell_wfd(st, x);
+    }
+    sync_pfds(st, x);
+    tell_wfd(st, x);
+}
+
+/* Stops x's loop: resumed until it is over, every wait ending at once
+ * (its queue was stopped first: its sinks and relay.h know). */
+static void engine_stop(struct mstate *st, struct xfer *x)
+{
+    int n;
+
+    if (x->orphan)
+        return;
+    if (x->queued)
+        unqueue(x);
+    if (!x->co)
+        return;
+    x->stop = 1;
+    drop_call(x);
+    untell_wfd(st, x);
+    for (n = 0; n < 100000; n++)
+        if (resume(x)) {
+            engine_end(st, x);
+            return;
+        }
+    LOG_ERR("a stopped transfer's loop did not end; its memory is left");
+}
+
+/* When x's loop must next be resumed (now, or a deadline; -1: never by
+ * itself: a descriptor or the program says). */
+static int64_t engine_at(struct xfer *x, int64_t now)
+{
+    int64_t at = -1;
+
+    if (x->orphan || x->done || x->gone)
+        return -1;
+    if (x->queued)
+        return atomic_load(&g_running) < shim_config()->max_inflight ? now : now + SLOT_TICK_MS;
+    if (!x->co)
+        return -1;
+    if (runnable(x) && !(x->wait == W_FD && !x->stop && !x->wready))
+        return now;
+    if (x->wait == W_FD)
+        at = x->wat;
+    return later(at, x->pm_at);
+}
+
+static int64_t engines_at(const struct mstate *st)
+{
+    int64_t now = shim_clock_ms(), at = -1;
+    struct xfer *x;
+
+    for (x = st->xfers; x; x = x->next)
+        at = later(at, engine_at(x, now));
+    return at;
+}
+
+/* The descriptors x's loop waits on now, for fdset and wait/poll: n at
+ * most 1 + MAX_PFDS; each with POLLIN/POLLOUT. */
+static int engine_fds(const struct xfer *x, struct pollfd *p)
+{
+    int i, n = 0;
+
+    if (!x->co || x->orphan)
+        return 0;
+    for (i = 0; i < x->npfds; i++) {
+        p[n].fd = x->pfds[i].fd;
+        p[n].events = (short)(((x->pfds[i].what & CURL_POLL_IN) ? POLLIN : 0) |
+                              ((x->pfds[i].what & CURL_POLL_OUT) ? POLLOUT : 0));
+        n++;
+    }
+    if (x->wait == W_FD && x->wfd >= 0) {
+        p[n].fd = x->wfd;
+        p[n].events = POLLIN;
+        n++;
+    }
+    return n;
+}
+
 static void start_work(const struct shim_curl_api *api, struct xfer *x,
                        struct shim_intercept_job *ij)
 {
-    struct work *w;
     int err = shim_intercept_detach(api, ij, x->q);
+    CURLMcode rc;
 
     if (err) {
         fail_now(x->q, x->easy, &x->pv, err == -ENOTSUP ? CURLE_FAILED_INIT : CURLE_OUT_OF_MEMORY,
@@ -244,21 +738,28 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
         shim_intercept_job_free(ij);
         return;
     }
-    w = calloc(1, sizeof(*w));
-    if (w) {
-        w->pj.run = work_run;
-        w->api = api;
-        w->ij = ij;
-        w->q = x->q;
-        shim_sinkq_ref(x->q);
-        if (shim_pool_submit(&w->pj) == 0)
-            return;
-        shim_sinkq_unref(x->q);
-        free(w);
+    x->pm = api->multi_init ? api->multi_init() : NULL;
+    if (!x->pm) {
+        shim_intercept_job_free(ij);
+        fail_now(x->q, x->easy, &x->pv, CURLE_OUT_OF_MEMORY,
+                 "codeshim: cannot make a multi handle for this transfer's model calls");
+        return;
     }
-    shim_intercept_job_free(ij);
-    fail_now(x->q, x->easy, &x->pv, CURLE_OUT_OF_MEMORY,
-             "codeshim: cannot start a worker thread for this transfer");
+    REAL(api->multi_setopt(x->pm, CURLMOPT_SOCKETFUNCTION, pm_socket));
+    REAL(api->multi_setopt(x->pm, CURLMOPT_SOCKETDATA, (void *)x));
+    REAL(api->multi_setopt(x->pm, CURLMOPT_TIMERFUNCTION, pm_timer));
+    REAL(api->multi_setopt(x->pm, CURLMOPT_TIMERDATA, (void *)x));
+    (void)rc;
+    x->api = api;
+    x->eapi = *api;
+    x->eapi.easy_perform = engine_perform;
+    x->job = ij;
+    x->pm_at = -1;
+    x->wfd = -1;
+    x->wtold = -1;
+    shim_sinkq_one_thread(x->q);
+    x->order = atomic_fetch_add(&arrivals, 1);
+    x->queued = 1;
 }
 
 /* ---- timers ----
@@ -292,6 +793,7 @@ static int retime(struct mstate *st)
         return 0;
     if (any_progress(st) && (want < 0 || want > now + PROGRESS_MS))
         want = now + PROGRESS_MS;
+    want = later(want, engines_at(st));
     if (want >= 0 && st->given_at >= 0 && st->given_at <= want)
         return 0;
     if (want < 0 && st->given_at < 0)
@@ -330,15 +832,17 @@ static void kick(struct mstate *st)
 
 /* ---- delivery, on the program's thread ---- */
 
+static void engine_stop(struct mstate *st, struct xfer *x);
+
 static void tell_socket(struct mstate *st, struct xfer *x, int what)
 {
     if (st->sock_cb)
         st->sock_cb(x->easy, x->fd, what, st->sock_data, x->socketp);
 }
 
-/* Lets go of x's queue: stopped (the worker learns it), and dropped. An
- * orphan's queue may be locked forever by a thread the fork did not copy:
- * only its descriptor is closed, the rest is left alone. */
+/* Lets go of x's queue: stopped, and dropped. An orphan's queue may be
+ * locked by a thread the fork did not copy: only its descriptor is
+ * closed, the rest is left alone. */
 static void release(struct xfer *x)
 {
     if (x->q && !x->orphan) {
@@ -356,6 +860,9 @@ static void finish(struct mstate *st, struct xfer *x, CURLcode rc)
     if (x->reported)
         tell_socket(st, x, CURL_POLL_REMOVE);
     x->reported = 0;
+    if (x->q && !x->orphan) /* the program's side ended it: the loop stops */
+        shim_sinkq_stop(x->q);
+    engine_stop(st, x);
     release(x);
     x->done = 1;
     x->unread = 1;
@@ -380,7 +887,7 @@ static int wants_progress(const struct xfer *x)
 
 /* The program's progress callback, at each drive of x as libcurl calls it,
  * told what was delivered of how much (0: unknown) and the request body
- * as sent; nonzero ends x with CURLE_ABORTED_BY_CALLBACK (its worker
+ * as sent; nonzero ends x with CURLE_ABORTED_BY_CALLBACK (its loop
  * stops, running code is interrupted). */
 static void progress(struct mstate *st, struct xfer *x)
 {
@@ -425,8 +932,8 @@ static void serve_one(struct mstate *st, struct xfer *x)
                        "stayed with the parent");
         finish(st, x, CURLE_SEND_ERROR);
     } else if (x->q) {
-        /* what it delivered first (unless the program paused it), then
-         * the callback its worker waits on, else its progress */
+        /* what it delivered first (unless the program paused it), else
+         * its progress */
         if (!recv_paused(x) && (x->out.held || shim_sinkq_pending(x->q)) &&
             shim_sink_replay(&x->out, x->q, &rc)) {
             finish(st, x, rc);
@@ -438,20 +945,13 @@ static void serve_one(struct mstate *st, struct xfer *x)
             tell_socket(st, x, CURL_POLL_REMOVE);
             x->reported = 0;
         }
-        if (!shim_sinkq_serve_call(x->q) && (recv_paused(x) || !shim_sinkq_pending(x->q)))
+        if (recv_paused(x) || !shim_sinkq_pending(x->q))
             progress(st, x);
     }
 }
 
-#define REAL(call)                                                             \
-    do {                                                                       \
-        shim_guard_enter();                                                    \
-        rc = (call);                                                           \
-        shim_guard_leave();                                                    \
-    } while (0)
-
 /* x answered by codeshim: its queue, the program's callbacks to replay
- * into, and its worker; ij is consumed. 0 or -ENOMEM. */
+ * into, and its loop (started in its turn); ij is consumed. 0 or -ENOMEM. */
 static int make_ours(const struct shim_curl_api *api, struct xfer *x,
                      struct shim_intercept_job *ij)
 {
@@ -505,7 +1005,8 @@ static void resolve(struct mstate *st, struct xfer *x)
     x->gone = 1;
 }
 
-/* Replays what every transfer has waiting; reports new sockets. */
+/* Advances every transfer's loop, replays what they have waiting,
+ * reports new sockets. */
 static void serve(struct mstate *st)
 {
     struct xfer *x, *next;
@@ -514,6 +1015,11 @@ static void serve(struct mstate *st)
     for (x = st->xfers; x; x = x->next) {
         if (x->pending && !x->gone)
             resolve(st, x);
+        if (x->done || x->gone)
+            continue;
+        if (x->queued && !x->orphan)
+            try_start(st, x);
+        engine_step(st, x);
         if (!x->done && !x->gone)
             serve_one(st, x);
     }
@@ -535,6 +1041,13 @@ static int active(const struct mstate *st)
     return n;
 }
 
+/* 1 when a loop waits to be resumed now. */
+static int engine_due(const struct mstate *st)
+{
+    int64_t at = engines_at(st);
+    return at >= 0 && at <= shim_clock_ms();
+}
+
 /* 1 when a perform/socket_action now would deliver something. */
 static int news(const struct mstate *st)
 {
@@ -545,12 +1058,11 @@ static int news(const struct mstate *st)
             continue;
         if (x->pending || x->orphan)
             return 1;
-        if (x->q && recv_paused(x) ? shim_sinkq_has_call(x->q)
-                                   : (st->sock_cb && !x->reported) || x->out.held ||
-                                         (x->q && shim_sinkq_pending(x->q)))
+        if (!recv_paused(x) && ((st->sock_cb && !x->reported) || x->out.held ||
+                                (x->q && shim_sinkq_pending(x->q))))
             return 1;
     }
-    return 0;
+    return engine_due(st);
 }
 
 /* Stops and frees x; notify: tell the socket callback, as libcurl's
@@ -561,6 +1073,11 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
         tell_socket(st, x, CURL_POLL_REMOVE);
     if (x->q && !x->done)
         LOG_INFO("intercepted transfer stopped before its end");
+    if (x->q && !x->orphan)
+        shim_sinkq_stop(x->q);
+    st->busy++;
+    engine_stop(st, x);
+    st->busy--;
     release(x);
     unlink_xfer(st, x);
     shim_sink_drop_held(&x->out);
@@ -601,6 +1118,7 @@ CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
         return CURLM_OUT_OF_MEMORY;
     }
     x->easy = e;
+    x->st = st;
     x->fd = -1;
     x->t0 = t0;
     if (d == SHIM_DECIDE_LATER) {
@@ -632,6 +1150,7 @@ CURLMcode shim_multi_remove(const struct shim_curl_api *api, CURLM *m, CURL *e)
     if (st->busy)
         return CURLM_RECURSIVE_API_CALL;
     drop(st, x, 1);
+    retime(st); /* a transfer waiting for its turn may start now */
     return CURLM_OK;
 }
 
@@ -709,6 +1228,7 @@ CURLMcode shim_multi_wait(const struct shim_curl_api *api, CURLM *m, struct curl
     unsigned int k, total;
     CURLMcode rc;
     int ready, got = 0;
+    int64_t at;
 
     if (!fn)
         return CURLM_INTERNAL_ERROR;
@@ -719,20 +1239,39 @@ CURLMcode shim_multi_wait(const struct shim_curl_api *api, CURLM *m, struct curl
     if (st->busy)
         return CURLM_RECURSIVE_API_CALL;
     ready = news(st);
-    total = n + (unsigned int)active(st);
+    total = n + (unsigned int)active(st) * (2 + MAX_PFDS);
     all = calloc(total, sizeof(*all));
     if (!all)
         return CURLM_OUT_OF_MEMORY;
     for (k = 0; k < n; k++)
         all[k] = extra[k];
-    for (x = st->xfers; x && k < total; x = x->next)
-        if (!x->done && !x->gone && x->fd >= 0 && !recv_paused(x)) {
+    for (x = st->xfers; x && k < total; x = x->next) {
+        struct pollfd p[1 + MAX_PFDS];
+        int i, np;
+
+        if (x->done || x->gone)
+            continue;
+        if (x->fd >= 0 && !recv_paused(x)) {
             all[k].fd = x->fd;
             all[k].events = CURL_WAIT_POLLIN;
             k++;
         }
+        np = engine_fds(x, p);
+        for (i = 0; i < np && k < total; i++, k++) {
+            all[k].fd = p[i].fd;
+            all[k].events = (short)(((p[i].events & POLLIN) ? CURL_WAIT_POLLIN : 0) |
+                                    ((p[i].events & POLLOUT) ? CURL_WAIT_POLLOUT : 0));
+        }
+    }
     if (!ready && any_progress(st) && (timeout_ms < 0 || timeout_ms > PROGRESS_MS))
         timeout_ms = PROGRESS_MS;
+    if (!ready && (at = engines_at(st)) >= 0) {
+        int64_t left = at - shim_clock_ms();
+        if (left < 0)
+            left = 0;
+        if (timeout_ms < 0 || left < timeout_ms)
+            timeout_ms = (int)left;
+    }
     REAL(fn(m, all, k, ready ? 0 : timeout_ms, &got));
     for (k = 0; k < n; k++)
         extra[k].revents = all[k].revents;
@@ -752,12 +1291,29 @@ CURLMcode shim_multi_fdset(const struct shim_curl_api *api, CURLM *m, fd_set *r,
     REAL(api->multi_fdset(m, r, w, xs, max_fd));
     if (rc != CURLM_OK || !st || !r)
         return rc;
-    for (x = st->xfers; x; x = x->next)
-        if (!x->done && !x->gone && x->fd >= 0 && x->fd < FD_SETSIZE && !recv_paused(x)) {
+    for (x = st->xfers; x; x = x->next) {
+        struct pollfd p[1 + MAX_PFDS];
+        int i, np;
+
+        if (x->done || x->gone)
+            continue;
+        if (x->fd >= 0 && x->fd < FD_SETSIZE && !recv_paused(x)) {
             FD_SET(x->fd, r);
             if (max_fd && *max_fd < x->fd)
                 *max_fd = x->fd;
         }
+        np = engine_fds(x, p);
+        for (i = 0; i < np; i++) {
+            if (p[i].fd < 0 || p[i].fd >= FD_SETSIZE)
+                continue;
+            if (p[i].events & POLLIN)
+                FD_SET(p[i].fd, r);
+            if ((p[i].events & POLLOUT) && w)
+                FD_SET(p[i].fd, w);
+            if (max_fd && *max_fd < p[i].fd)
+                *max_fd = p[i].fd;
+        }
+    }
     return rc;
 }
 
@@ -765,12 +1321,24 @@ CURLMcode shim_multi_timeout(const struct shim_curl_api *api, CURLM *m, long *ms
 {
     struct mstate *st = find(m);
     CURLMcode rc;
+    int64_t at;
 
     REAL(api->multi_timeout(m, ms));
-    if (rc == CURLM_OK && ms && st && news(st))
+    if (rc != CURLM_OK || !ms || !st)
+        return rc;
+    if (news(st)) {
         *ms = 0;
-    else if (rc == CURLM_OK && ms && st && any_progress(st) && (*ms < 0 || *ms > PROGRESS_MS))
+        return rc;
+    }
+    if (any_progress(st) && (*ms < 0 || *ms > PROGRESS_MS))
         *ms = PROGRESS_MS;
+    if ((at = engines_at(st)) >= 0) {
+        int64_t left = at - shim_clock_ms();
+        if (left < 0)
+            left = 0;
+        if (*ms < 0 || left < *ms)
+            *ms = (long)left;
+    }
     return rc;
 }
 
@@ -856,11 +1424,24 @@ CURLMcode shim_multi_assign(const struct shim_curl_api *api, CURLM *m, curl_sock
     struct xfer *x;
     CURLMcode rc;
 
-    for (x = st ? st->xfers : NULL; x; x = x->next)
-        if (!x->done && !x->gone && x->fd == s) {
+    for (x = st ? st->xfers : NULL; x; x = x->next) {
+        int i;
+
+        if (x->done || x->gone)
+            continue;
+        if (x->fd == s) {
             x->socketp = p;
             return CURLM_OK;
         }
+        if (x->wtold >= 0 && x->wtold == s) {
+            x->wsocketp = p;
+            return CURLM_OK;
+        }
+        if ((i = pfd_index(x, s)) >= 0) {
+            x->pfds[i].socketp = p;
+            return CURLM_OK;
+        }
+    }
     REAL(api->multi_assign(m, s, p));
     return rc;
 }

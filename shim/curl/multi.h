@@ -1,19 +1,23 @@
 /* multi.h - intercepted transfers inside the program's multi handles.
  *
  * An easy handle codeshim answers (intercept.h decides when it is added)
- * is never given to the real multi handle. Its loop runs on a worker
- * thread (pool.h) and records the answer into a queue (sink.h's queued
- * mode); the program's thread replays it to the program's callbacks only
- * inside its own curl_multi_perform / curl_multi_socket_action calls. The
- * queue's wake fd stands for the transfer's socket: reported through
- * CURLMOPT_SOCKETFUNCTION (CURL_POLL_IN, then CURL_POLL_REMOVE), added to
- * curl_multi_wait/poll and curl_multi_fdset; a new transfer asks for a
- * 0 ms timeout through CURLMOPT_TIMERFUNCTION (which codeshim wraps so
- * libcurl's own timeouts are never lost), and curl_multi_timeout says 0
- * while news wait. curl_multi_info_read merges its CURLMSG_DONE messages
+ * is never given to the real multi handle. Its loop is a coroutine of
+ * codeshim's engine (multi.c) that runs only inside the program's own
+ * curl_multi_perform / curl_multi_socket_action calls, on its thread; its
+ * model calls are transfers in a private multi handle driven from there,
+ * its executions wait on the sandbox's descriptor, and it records the
+ * answer into a queue (sink.h's queued mode) replayed to the program's
+ * callbacks in the same calls. Those sockets and descriptors, and the
+ * queue's wake fd, stand for the transfer's sockets: reported through
+ * CURLMOPT_SOCKETFUNCTION (as libcurl reports its own), added to
+ * curl_multi_wait/poll and curl_multi_fdset; their deadlines (a new
+ * transfer's 0 ms, the private handle's timer, an execution's tick) go
+ * through CURLMOPT_TIMERFUNCTION (which codeshim wraps so libcurl's own
+ * timeouts are never lost) and curl_multi_timeout, which says 0 while
+ * news wait. curl_multi_info_read merges its CURLMSG_DONE messages
  * with libcurl's, and running counts include them. Removing the handle,
  * cleaning it up, or cleaning up the multi handle stops the transfer:
- * nothing is delivered afterwards and the worker ends by itself.
+ * nothing is delivered afterwards and its loop unwinds inside the call.
  *
  * Every function takes the real API of the caller's libcurl build and is
  * called by preload.c only outside the guard. Per multi handle, libcurl's

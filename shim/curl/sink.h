@@ -10,11 +10,13 @@
  * A sink is used as: shim_sink_begin, shim_sink_body (any number of times:
  * streaming sends events as they are made), shim_sink_end.
  *
- * Queued mode (the multi interface): on a thread given a queue with
- * shim_sink_queue_into, sinks touch nothing of the program's. They record
- * every begin/body/fail/end into the queue (sinkq.h), blocking while it is
- * full; the program's thread replays the records through a direct sink
- * (shim_sink_replay) inside its own curl_multi_* calls. What callers of
+ * Queued mode (the multi interface): while a queue is given with
+ * shim_sink_queue_into (the engine does so around each run of a
+ * transfer's loop), new sinks touch nothing of the program's. They record
+ * every begin/body/fail/end into the queue (sinkq.h), waiting (a
+ * coroutine yields) while it is full; the replay hands the records to the
+ * program's callbacks through a direct sink (shim_sink_replay) inside its
+ * own curl_multi_* calls, on its own stack. What callers of
  * begin/body/end/fail see is the same in both modes, except that a
  * failure of the program's callback reaches a queued sink later, as
  * CURLE_ABORTED_BY_CALLBACK from its next call (or shim_sink_ok).
@@ -95,11 +97,11 @@ int shim_sink_ok(struct shim_sink *s);
 /* Sinks initialised on this thread from now record into q (borrowed;
  * NULL: deliver directly again). */
 void shim_sink_queue_into(struct shim_sinkq *q);
-/* Worker side, after the transfer's last sink call: its result. */
+/* The loop's side, after the transfer's last sink call: its result. */
 void shim_sink_queue_end(struct shim_sinkq *q, CURLcode rc);
 /* Program's thread: replays what waits in q through s, a direct sink of
  * the program's handle. 1 when the transfer ended (*rc: its CURLcode;
- * a failure of the program's callbacks wins over the worker's result),
+ * a failure of the program's callbacks wins over the loop's result),
  * else 0. The caller then stops q. */
 int shim_sink_replay(struct shim_sink *s, struct shim_sinkq *q, CURLcode *rc);
 /* While s->paused has CURLPAUSE_RECV nothing is taken from q or written;

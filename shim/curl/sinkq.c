@@ -3,34 +3,21 @@
  * without the writer ever writing to a reused descriptor number. */
 #include "curl/sinkq.h"
 
+#include "curl/coro.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
-
-/* A call the writer asked the reader to run (shim_sinkq_call), on the
- * writer's stack: the reader marks it running under the lock, runs it
- * unlocked, marks it done under the lock and never touches it after. */
-struct call {
-    void (*run)(void *arg);
-    void *arg;
-    int state; /* CALL_POSTED, CALL_RUNNING, CALL_DONE */
-};
-#define CALL_POSTED 0
-#define CALL_RUNNING 1
-#define CALL_DONE 2
 
 struct shim_sinkq {
     pthread_mutex_t mu;
-    pthread_cond_t room; /* the writer waits here while the queue is full */
-    pthread_cond_t called; /* ...and here for its call (monotonic clock) */
-    struct call *call;     /* posted, not yet taken by the reader */
-    void (*on_stop)(void *arg); /* called under mu by shim_sinkq_stop */
-    void *on_stop_arg;
+    pthread_cond_t room; /* a writer thread waits here while the queue is full */
+    size_t want; /* a coroutine writer waits for room for this many bytes */
+    int one_thread; /* writer and reader share a thread: only a coroutine waits */
     struct shim_sinkq_item *head, *tail;
     size_t bytes, cap;
     int refs;
@@ -52,14 +39,8 @@ int shim_sinkq_new(size_t cap, struct shim_sinkq **out)
         free(q);
         return err;
     }
-    pthread_condattr_t ca;
-
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->room, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->called, &ca);
-    pthread_condattr_destroy(&ca);
     q->cap = cap;
     q->refs = 1;
     *out = q;
@@ -97,7 +78,6 @@ void shim_sinkq_unref(struct shim_sinkq *q)
     if (q->fd >= 0)
         close(q->fd);
     pthread_cond_destroy(&q->room);
-    pthread_cond_destroy(&q->called);
     pthread_mutex_destroy(&q->mu);
     free(q);
 }
@@ -133,9 +113,21 @@ int shim_sinkq_push(struct shim_sinkq *q, int kind, const void *a, size_t an,
         memcpy(it->data + an, b, bn);
     it->data[n] = '\0';
     pthread_mutex_lock(&q->mu);
-    /* an item larger than the cap still goes through an empty queue */
-    while (!q->stopped && q->bytes && q->bytes + n > q->cap)
-        pthread_cond_wait(&q->room, &q->mu);
+    /* an item larger than the cap still goes through an empty queue; a
+     * coroutine (the multi engine's) yields until the reader took some */
+    while (!q->stopped && q->bytes && q->bytes + n > q->cap) {
+        if (!shim_coro_self() && q->one_thread)
+            break; /* the reader's own thread: over the cap (see sinkq.h) */
+        if (!shim_coro_self()) {
+            pthread_cond_wait(&q->room, &q->mu);
+            continue;
+        }
+        q->want = n;
+        pthread_mutex_unlock(&q->mu);
+        shim_coro_yield();
+        pthread_mutex_lock(&q->mu);
+        q->want = 0;
+    }
     if (q->stopped) {
         pthread_mutex_unlock(&q->mu);
         free(it);
@@ -205,7 +197,7 @@ int shim_sinkq_pending(struct shim_sinkq *q)
     int p;
 
     pthread_mutex_lock(&q->mu);
-    p = q->head != NULL || q->ended || q->call != NULL;
+    p = q->head != NULL || q->ended;
     pthread_mutex_unlock(&q->mu);
     return p;
 }
@@ -234,94 +226,33 @@ void shim_sinkq_stop(struct shim_sinkq *q)
     q->fd = -1;
     q->signaled = 0;
     pthread_cond_broadcast(&q->room);
-    pthread_cond_broadcast(&q->called);
-    if (q->on_stop)
-        q->on_stop(q->on_stop_arg);
-    q->on_stop = NULL;
     pthread_mutex_unlock(&q->mu);
     free_items(drop);
 }
 
-void shim_sinkq_on_stop(struct shim_sinkq *q, void (*fn)(void *arg), void *arg)
+void shim_sinkq_one_thread(struct shim_sinkq *q)
 {
     pthread_mutex_lock(&q->mu);
-    q->on_stop = q->stopped ? NULL : fn;
-    q->on_stop_arg = arg;
+    q->one_thread = 1;
     pthread_mutex_unlock(&q->mu);
 }
 
-int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, long timeout_ms)
+int shim_sinkq_over(struct shim_sinkq *q)
 {
-    struct call c = {run, arg, CALL_POSTED};
-    struct timespec at;
-    int err = 0;
+    int o;
 
-    clock_gettime(CLOCK_MONOTONIC, &at);
-    if (timeout_ms > 0) {
-        at.tv_sec += timeout_ms / 1000;
-        at.tv_nsec += (timeout_ms % 1000) * 1000000L;
-        if (at.tv_nsec >= 1000000000L) {
-            at.tv_sec++;
-            at.tv_nsec -= 1000000000L;
-        }
-    }
     pthread_mutex_lock(&q->mu);
-    if (q->stopped || q->ended || q->call) {
-        pthread_mutex_unlock(&q->mu);
-        return -ECANCELED;
-    }
-    q->call = &c;
-    wake(q);
-    while (c.state != CALL_DONE) {
-        /* once the reader runs it, only its end lets go of c */
-        if (c.state == CALL_POSTED && q->stopped) {
-            err = -ECANCELED;
-            break;
-        }
-        if (c.state == CALL_POSTED && err == -ETIMEDOUT)
-            break;
-        if (timeout_ms > 0 && c.state == CALL_POSTED)
-            err = pthread_cond_timedwait(&q->called, &q->mu, &at) == ETIMEDOUT ? -ETIMEDOUT : 0;
-        else
-            pthread_cond_wait(&q->called, &q->mu);
-    }
-    if (c.state == CALL_DONE)
-        err = 0;
-    if (q->call == &c)
-        q->call = NULL;
+    o = !q->stopped && q->bytes >= q->cap;
     pthread_mutex_unlock(&q->mu);
-    return err;
+    return o;
 }
 
-int shim_sinkq_has_call(struct shim_sinkq *q)
+int shim_sinkq_full(struct shim_sinkq *q)
 {
-    int c;
+    int f;
 
     pthread_mutex_lock(&q->mu);
-    c = q->call != NULL && !q->stopped;
+    f = !q->stopped && q->want && q->bytes && q->bytes + q->want > q->cap;
     pthread_mutex_unlock(&q->mu);
-    return c;
-}
-
-int shim_sinkq_serve_call(struct shim_sinkq *q)
-{
-    struct call *c;
-
-    pthread_mutex_lock(&q->mu);
-    c = q->stopped ? NULL : q->call;
-    if (c) {
-        q->call = NULL;
-        c->state = CALL_RUNNING;
-        if (!q->head && !q->ended)
-            unsignal(q);
-    }
-    pthread_mutex_unlock(&q->mu);
-    if (!c)
-        return 0;
-    c->run(c->arg);
-    pthread_mutex_lock(&q->mu);
-    c->state = CALL_DONE;
-    pthread_cond_broadcast(&q->called);
-    pthread_mutex_unlock(&q->mu);
-    return 1;
+    return f;
 }

@@ -1,12 +1,14 @@
 /* sinkq.h - a bounded queue of opaque items from one writer thread to one
  * reader thread, with a wake-up file descriptor.
  *
- * It carries what a worker thread produces for a transfer (sink.c's
- * recorded deliveries) to the program's thread, which replays it there.
- * The queue holds at most cap bytes: the writer blocks while it is full
- * (back-pressure: a program that reads slowly slows the loop down, memory
- * stays bounded). The wake fd (an eventfd) is readable exactly while
- * items wait, so the program's event loop can sleep on it.
+ * It carries what an intercepted transfer's loop produces (sink.c's
+ * recorded deliveries) to the replay into the program's callbacks. The
+ * writer is a coroutine of the multi engine (multi.c: the same thread as
+ * the reader) or a thread. The queue holds at most cap bytes: the writer
+ * waits while it is full (back-pressure: a program that reads slowly
+ * slows the loop down, memory stays bounded), a coroutine by yielding, a
+ * thread on a condition variable. The wake fd (an eventfd) is readable
+ * exactly while items wait, so the program's event loop can sleep on it.
  *
  * Either side may stop: the reader when it wants nothing more (the
  * transfer was removed, or the program's callback failed), which closes
@@ -32,8 +34,8 @@ int shim_sinkq_new(size_t cap, struct shim_sinkq **out);
 void shim_sinkq_ref(struct shim_sinkq *q);
 void shim_sinkq_unref(struct shim_sinkq *q); /* the last one frees it */
 
-/* Writer: appends an item made of a (an bytes) then b (bn bytes); blocks
- * while the queue is over its cap. 0, -ECANCELED once the reader has
+/* Writer: appends an item made of a (an bytes) then b (bn bytes); waits
+ * while the queue is over its cap (a coroutine yields). 0, -ECANCELED once the reader has
  * stopped, -ENOMEM. */
 int shim_sinkq_push(struct shim_sinkq *q, int kind, const void *a, size_t an,
                     const void *b, size_t bn);
@@ -56,22 +58,15 @@ int shim_sinkq_fd(struct shim_sinkq *q);
  * wakes a blocked writer. */
 void shim_sinkq_stop(struct shim_sinkq *q);
 
-/* Calls the writer needs made on the reader's thread (the program's
- * callbacks, multi.c): the writer posts run(arg) and waits until the
- * reader has run it (0), the reader stopped before taking it, or the
- * writer had ended or has a call waiting already (-ECANCELED), or
- * timeout_ms (> 0; else no limit) passed before the reader took it
- * (-ETIMEDOUT). A call the reader has taken is always waited for: arg
- * stays valid while it runs. A posted call counts as pending and wakes
- * the fd. */
-int shim_sinkq_call(struct shim_sinkq *q, void (*run)(void *arg), void *arg, long timeout_ms);
-/* Reader: runs the posted call, if any and not stopped (1), else 0. */
-int shim_sinkq_serve_call(struct shim_sinkq *q);
-/* Writer: fn(arg) is called by shim_sinkq_stop (once, under the queue's
- * lock: it must not call the queue) unless it was stopped already; fn
- * NULL takes it back, after which it is never called. */
-void shim_sinkq_on_stop(struct shim_sinkq *q, void (*fn)(void *arg), void *arg);
-/* Reader: 1 while a posted call waits to be run. */
-int shim_sinkq_has_call(struct shim_sinkq *q);
+/* The writer runs on the reader's thread (the multi engine): as a
+ * coroutine it yields while the queue is full; outside one (a libcurl
+ * callback the reader's drive runs) it never waits but goes over the cap,
+ * and the reader holds back the source (shim_sinkq_over). */
+void shim_sinkq_one_thread(struct shim_sinkq *q);
+/* Reader: 1 while the queue holds its cap or more. */
+int shim_sinkq_over(struct shim_sinkq *q);
+/* Reader: 1 while a coroutine writer waits for room (it is resumed once
+ * the reader took enough). */
+int shim_sinkq_full(struct shim_sinkq *q);
 
 #endif

@@ -6,6 +6,7 @@
 #include "api/script.h"
 #include "api/sse.h"
 #include "base/clock.h"
+#include "base/frame.h"
 #include "base/guard.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -536,14 +537,6 @@ static struct shim_script *script_load(const char *path)
     return g_script.s;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&t, &t) < 0 && errno == EINTR)
-        ;
-}
-
 /* A scripted turn's delay, as a slow server's: the program's limits
  * (xfer.h) are checked every 50 ms, and end it as they end a network
  * call. CURLE_OK, or their code (errbuf says why). */
@@ -557,7 +550,7 @@ static CURLcode script_delay(struct shim_upstream *u, long ms, char *errbuf)
             snprintf(errbuf, CURL_ERROR_SIZE, "%s", u->x->message);
             return u->x->rc;
         }
-        sleep_ms(u->x && left > 50 ? 50 : left);
+        shim_frame_tick(-1, u->x && left > 50 ? 50 : (int)left); /* a loop yields here */
     }
     return CURLE_OK;
 }

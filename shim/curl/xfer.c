@@ -1,5 +1,6 @@
-/* xfer.c - see xfer.h. A thread-local stack of the transfers this thread
- * answers inside curl_easy_perform (a callback may perform another). */
+/* xfer.c - see xfer.h. A thread-local list of the transfers this thread
+ * answers: inside curl_easy_perform (a callback may perform another) and
+ * the multi engine's loops (coroutines, interleaved: found by handle). */
 #include "curl/xfer.h"
 
 #include "base/clock.h"

@@ -6,13 +6,16 @@
  *
  * One struct shim_xfer lives on the stack of the call that answers the
  * transfer (shim_intercept_answer: the program's curl_easy_perform, or a
- * multi worker); everything below it on that thread finds it by the
- * handle the answer uses (shim_xfer_find): the sink (delivery, pausing),
+ * multi transfer's loop, a coroutine of multi.c on the program's thread);
+ * everything below it finds it by the handle the answer uses
+ * (shim_xfer_find; the thread's list holds the coroutines' too, each
+ * under its own handle): the sink (delivery, pausing),
  * the upstream calls (their CURLOPT_TIMEOUT_MS is the time left, their
  * progress is this one), the executions (interrupted when it trips).
  * The program's callbacks are called only from shim_xfer_check, and only
- * in curl_easy_perform: a multi worker's view has none (the deadline
- * holds there, counted from curl_multi_add_handle).
+ * in curl_easy_perform: a multi loop's view has none (the deadline holds
+ * there, counted from curl_multi_add_handle; multi.c calls the progress
+ * callback itself).
  *
  * Once tripped (the deadline passed, or the callback returned nonzero),
  * a transfer stays failed: rc and message are what the program gets, in
@@ -36,7 +39,7 @@ struct shim_xfer {
     /* what the program is told: bytes delivered of how many (0:
      * unknown), the request body read of its length */
     curl_off_t dltotal, dlnow, ultotal, ulnow;
-    /* a multi worker's: the transfer's queue, stopped once the program
+    /* a multi loop's: the transfer's queue, stopped once the program
      * removed or cleaned it up, which stops the transfer at its next
      * check (an upstream call's progress, an execution's poll) */
     struct shim_sinkq *cancel;
@@ -44,8 +47,8 @@ struct shim_xfer {
     char message[CURL_ERROR_SIZE];
 };
 
-/* A multi worker, before it answers a transfer: the transfers this
- * thread begins from now on stop once q is stopped (NULL: none). */
+/* The multi engine, around each run of a loop: the transfers begun from
+ * now on stop once q is stopped (NULL: none). */
 void shim_xfer_cancel_by(struct shim_sinkq *q);
 
 /* Starts watching h's transfer, begun at t0 (seconds, shim_clock_s), on
@@ -54,7 +57,7 @@ void shim_xfer_cancel_by(struct shim_sinkq *q);
 void shim_xfer_begin(struct shim_xfer *x, CURL *h, const struct shim_handle_view *v,
                      double t0);
 void shim_xfer_end(struct shim_xfer *x);
-/* This thread's watched transfer of h, or NULL (none: a multi worker). */
+/* This thread's watched transfer of h, or NULL. */
 struct shim_xfer *shim_xfer_find(CURL *h);
 /* Milliseconds left before the deadline (at least 1), 0 when there is
  * none, -1 once it has passed. */

@@ -108,6 +108,7 @@ static void bind_multi(enum shim_flavor f, struct shim_curl_api *a)
 #define BIND_MULTI(name, field, ret, params) BIND_OPT(field, #name);
     SHIM_MULTI_SYMBOLS(BIND_MULTI)
 #undef BIND_MULTI
+    BIND_OPT(multi_init, "curl_multi_init");
     BIND_OPT(url_get, "curl_url_get");
     BIND_OPT(url, "curl_url");
     BIND_OPT(url_set, "curl_url_set");

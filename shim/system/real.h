@@ -34,6 +34,8 @@ struct shim_curl_api {
      * without one of them leaves it NULL and the easy API still works. */
     SHIM_MULTI_SYMBOLS(SHIM_REAL_FIELD)
 #undef SHIM_REAL_FIELD
+    /* the multi engine's private handles (curl/multi.c); not interposed */
+    CURLM *(*multi_init)(void);
     /* CURLOPT_CURLU's URL (handles.c); NULL in a libcurl without them */
     CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
     /* url.c's parser and escapes; NULL in a libcurl without them */

@@ -78,7 +78,7 @@ struct shim_config {
     /* CODESHIM_CONFIG: a YAML file of named sandbox configurations */
     char config_file[SHIM_PATH_MAX];
     /* CODESHIM_MAX_INFLIGHT: intercepted multi-interface transfers whose
-     * loops run at once (worker threads); default 2 x online cores */
+     * loops run at once (coroutines, multi.c); default by memory */
     int max_inflight;
 };
 

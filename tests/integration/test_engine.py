@@ -11,10 +11,12 @@ AddressSanitizer, leak checking on: nothing of a stopped transfer is
 kept). multiprog.c runs 16 transfers at once."""
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -238,26 +240,53 @@ def test_stop_in_the_middle_of_an_execution(fake, asan_prog, tmp_path, action):
     assert len(tagged(fake, "EXEC-" + action)) == 1  # no second call with A's output
 
 
+def sandbox_has(name):
+    """1 when a process's /mnt/data (seen through /proc/PID/root: a sandbox
+    of this machine) holds name."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and os.path.exists("/proc/%s/root/mnt/data/%s" % (pid, name)):
+            return True
+    return False
+
+
+def when_sandbox_has(name, then, timeout=60):
+    """A thread that calls then() once some sandbox's /mnt/data has name."""
+    def watch():
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not sandbox_has(name):
+            time.sleep(0.05)
+        then()
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
 @pytest.mark.parametrize("action", ["remove", "cleanup", "multicleanup"])
 def test_a_stopped_execution_of_a_session_is_told_at_its_next_request(fake, prog, tmp_path,
                                                                        rt, action):
     """A session's code interrupted by the program removing (or cleaning up)
-    its transfer: the session's next request runs in a restarted
+    its transfer once it runs (the program is told when the code has
+    written a file): the session's next request runs in a restarted
     interpreter (A's variable is gone, the file A would have written later
     is not there), and its tool output tells the model so."""
     sess = {"metadata": {"session_id": "stop-" + action}}
+    begun = "begun-%s-%d" % (action, os.getpid())
+    go = tmp_path / "go"
     a = write_json(tmp_path / "a.json", code_req(
-        "SEXEC-" + action, "x = 41\nimport time\ntime.sleep(30)\n"
-        "open('/mnt/data/slept', 'w').write('1')", stream=True, **sess))
+        "SEXEC-" + action, "x = 41\nopen('/mnt/data/%s', 'w').close()\nimport time\n"
+        "time.sleep(30)\nopen('/mnt/data/slept', 'w').write('1')" % begun, stream=True, **sess))
     b = write_json(tmp_path / "b.json", code_req(
         "SNEXT-" + action, "import os\nprint(os.path.exists('/mnt/data/slept'), "
         "'x' in globals())", **sess))
-    rc, out, err = run([prog, "socket", action, "text:code_interpreter_call.interpreting",
+    watcher = when_sandbox_has(begun, lambda: go.write_text("now"))
+    rc, out, err = run([prog, "socket", action, "file:%s" % go,
                         fake.url + "/responses", tmp_path, a, b],
                        env=dict(ENV, CODESHIM_RUNTIME_DIR=str(rt)), timeout=90)
+    watcher.join(5)
     assert rc == 0, err.decode(errors="replace")[-4000:]
     res = result_of(out)
     assert res["A"] == -1
+    assert "code_interpreter_call.interpreting" in (tmp_path / "A.body").read_text()
     assert (res["B"], res["status_b"]) == (0, 200), res
     resp = json.loads((tmp_path / "B.body").read_text())
     schema_check.validate(resp, "Response")
@@ -300,29 +329,53 @@ class Gather:
             self.cv.notify_all()
 
 
-def test_sixteen_multi_transfers_call_the_upstream_at_once(fake, tmp_path):
+class GatherThreads(Gather):
+    """Gather that, once all n are held, counts the program's threads."""
+
+    pid = None
+    threads = None
+
+    def __call__(self, rec):
+        with self.cv:
+            if self.now + 1 >= self.n and self.pid and self.threads is None:
+                try:
+                    self.threads = len(os.listdir("/proc/%d/task" % self.pid))
+                except OSError:
+                    pass
+        Gather.__call__(self, rec)
+
+
+@pytest.mark.parametrize("loop", ["poll", "epoll"])
+def test_sixteen_multi_transfers_call_the_upstream_at_once(fake, tmp_path, loop):
     """The default concurrency is not two per core: 16 intercepted
     transfers in one multi handle all have their upstream call in flight
-    together (the fake holds each until the 16th arrives)."""
+    together (the fake holds each until the 16th arrives), and the engine
+    waits for them all inside the program's own calls: the
+    (single-threaded) program still has one thread meanwhile."""
     if not MULTIPROG.exists():
         pytest.fail("%s is missing: run `make build/testprogs/multiprog`" % MULTIPROG)
-    gate = Gather(16)
+    gate = GatherThreads(16)
     fake.gate = gate
     bodies = [write_json(tmp_path / ("b%d.json" % i), code_req("WIDE-%d" % i, "print(%d)" % i))
               for i in range(16)]
     env = dict(ENV)
     env.pop("CODESHIM_MAX_INFLIGHT", None)
+    p, home = run_async([MULTIPROG, loop, fake.url + "/responses"] + bodies, env)
+    gate.pid = p.pid
     try:
-        rc, out, err = run([MULTIPROG, "poll", fake.url + "/responses"] + bodies, env=env,
-                           timeout=120)
+        rc, out, err = finish(p, home, timeout=120)
     finally:
         gate.release()
     assert rc == 0, err.decode(errors="replace")[-3000:]
     lines = [json.loads(ln) for ln in out.decode().splitlines() if ln.startswith('{"i"')]
     assert len(lines) == 16 and all(ln["result"] == 0 and ln["status"] == 200 for ln in lines)
     for ln in lines:
-        schema_check.validate(json.loads(ln["body"]), "Response")
+        resp = json.loads(ln["body"])
+        schema_check.validate(resp, "Response")
+        ci = [o for o in resp["output"] if o["type"] == "code_interpreter_call"]
+        assert ci and ci[0]["outputs"][0]["logs"] == "%d\n" % ln["i"], ln
     assert gate.peak >= 16, gate.peak
+    assert gate.threads == 1, gate.threads
 
 
 @pytest.mark.parametrize("loop", ["poll", "socket"])

@@ -1,9 +1,10 @@
-/* Unit tests: sinkq.c (the worker-to-program queue) and sink.c's queued
- * mode: what a worker thread records is replayed on the reader's thread,
- * in order, through the program's callbacks; the wake fd is readable
- * exactly while something waits; the queue's cap holds the writer back;
- * stopping the reader fails the writer at once; a failing callback ends
- * the transfer. Handles are fake pointer values (never dereferenced). */
+/* Unit tests: sinkq.c (the loop-to-program queue) and sink.c's queued
+ * mode: what a writer (a thread, or the multi engine's coroutine)
+ * records is replayed by the reader, in order, through the program's
+ * callbacks; the wake fd is readable exactly while something waits; the
+ * queue's cap holds the writer back (a coroutine yields); stopping the
+ * reader fails the writer at once; a failing callback ends the
+ * transfer. Handles are fake pointer values (never dereferenced). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "curl/coro.h"
 #include "curl/sink.h"
 #include "curl/sinkq.h"
 
@@ -288,91 +290,94 @@ static void refusing_callback_ends_it(void **state)
     shim_handles_forget(H(0x5252));
 }
 
-/* ---- calls the writer needs run on the reader's thread ---- */
+/* ---- a coroutine writer (the multi engine's) ---- */
 
-struct callarg {
-    pthread_t ran_on;
-    int ran;
-};
-
-static void run_call(void *arg)
-{
-    struct callarg *a = arg;
-    a->ran_on = pthread_self();
-    a->ran++;
-}
-
-struct caller {
+struct cwriter {
     struct shim_sinkq *q;
-    struct callarg arg;
-    long timeout_ms;
-    int rc;
+    int pushed, rc;
 };
 
-static void *calling(void *p)
+static void coro_push(void *arg)
 {
-    struct caller *c = p;
-    c->rc = shim_sinkq_call(c->q, run_call, &c->arg, c->timeout_ms);
-    return NULL;
+    struct cwriter *w = arg;
+    static const char chunk[40] = {0};
+
+    w->rc = shim_sinkq_push(w->q, 1, chunk, sizeof(chunk), NULL, 0);
+    w->pushed++;
+    w->rc |= shim_sinkq_push(w->q, 1, chunk, sizeof(chunk), NULL, 0); /* over the cap */
+    w->pushed++;
 }
 
-static void call_runs_on_the_reader_thread(void **state)
+static void coroutine_writer_yields_while_full(void **state)
 {
-    struct caller c = {0};
-    pthread_t t;
+    struct cwriter w = {0};
+    struct shim_coro *c;
+    struct shim_sinkq_item *it;
+    int ended, result;
 
     (void)state;
-    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
-    assert_false(shim_sinkq_serve_call(c.q)); /* none posted */
-    assert_int_equal(pthread_create(&t, NULL, calling, &c), 0);
-    {   /* the post wakes the fd and counts as pending */
-        struct pollfd p = {shim_sinkq_fd(c.q), POLLIN, 0};
-        assert_int_equal(poll(&p, 1, 10000), 1);
-    }
-    assert_true(shim_sinkq_pending(c.q));
-    assert_true(shim_sinkq_has_call(c.q));
-    assert_true(shim_sinkq_serve_call(c.q));
-    pthread_join(t, NULL);
-    assert_int_equal(c.rc, 0);
-    assert_int_equal(c.arg.ran, 1);
-    assert_true(pthread_equal(c.arg.ran_on, pthread_self()));
-    assert_false(shim_sinkq_pending(c.q));
-    assert_false(readable(shim_sinkq_fd(c.q)));
-    shim_sinkq_unref(c.q);
+    assert_int_equal(shim_sinkq_new(64, &w.q), 0);
+    assert_false(shim_sinkq_full(w.q));
+    assert_int_equal(shim_coro_new(64 * 1024, coro_push, &w, &c), 0);
+    /* the second push does not fit: the coroutine yields, nothing blocks */
+    assert_int_equal(shim_coro_resume(c), 0);
+    assert_int_equal(w.pushed, 1);
+    assert_true(shim_sinkq_full(w.q));
+    assert_int_equal(shim_coro_resume(c), 0); /* still full: yields again */
+    assert_int_equal(w.pushed, 1);
+    it = shim_sinkq_take(w.q, &ended, &result);
+    assert_non_null(it);
+    free(it);
+    assert_false(shim_sinkq_full(w.q));
+    assert_int_equal(shim_coro_resume(c), 1); /* room: the push goes through */
+    assert_int_equal(w.pushed, 2);
+    assert_int_equal(w.rc, 0);
+    assert_true(shim_sinkq_pending(w.q));
+    shim_coro_free(c);
+    shim_sinkq_unref(w.q);
 }
 
-static void call_never_runs_once_stopped_or_late(void **state)
+/* The engine's queues: a writer on the reader's thread outside a
+ * coroutine (libcurl's write callback) never waits, it goes over the
+ * cap, which the reader sees to hold the source back. */
+static void one_thread_writer_goes_over_the_cap(void **state)
 {
-    struct caller c = {0};
-    pthread_t t;
+    static const char chunk[40] = {0};
+    struct shim_sinkq *q;
+    struct shim_sinkq_item *it;
+    int ended, result;
 
     (void)state;
-    /* stopped while posted: the writer is told, the call never runs */
-    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
-    assert_int_equal(pthread_create(&t, NULL, calling, &c), 0);
-    {
-        struct pollfd p = {shim_sinkq_fd(c.q), POLLIN, 0};
-        assert_int_equal(poll(&p, 1, 10000), 1);
-    }
-    shim_sinkq_stop(c.q);
-    pthread_join(t, NULL);
-    assert_int_equal(c.rc, -ECANCELED);
-    assert_false(shim_sinkq_serve_call(c.q));
-    assert_int_equal(c.arg.ran, 0);
-    /* after stop, or after the writer's end: refused at once */
-    assert_int_equal(shim_sinkq_call(c.q, run_call, &c.arg, 0), -ECANCELED);
-    shim_sinkq_unref(c.q);
-    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
-    shim_sinkq_end(c.q, 0);
-    assert_int_equal(shim_sinkq_call(c.q, run_call, &c.arg, 0), -ECANCELED);
-    shim_sinkq_unref(c.q);
-    /* nobody serves it before its deadline: -ETIMEDOUT, not run later */
-    assert_int_equal(shim_sinkq_new(1 << 20, &c.q), 0);
-    assert_int_equal(shim_sinkq_call(c.q, run_call, &c.arg, 20), -ETIMEDOUT);
-    assert_false(shim_sinkq_has_call(c.q));
-    assert_false(shim_sinkq_serve_call(c.q));
-    assert_int_equal(c.arg.ran, 0);
-    shim_sinkq_unref(c.q);
+    assert_int_equal(shim_sinkq_new(64, &q), 0);
+    shim_sinkq_one_thread(q);
+    assert_int_equal(shim_sinkq_push(q, 1, chunk, sizeof(chunk), NULL, 0), 0);
+    assert_false(shim_sinkq_over(q));
+    assert_int_equal(shim_sinkq_push(q, 1, chunk, sizeof(chunk), NULL, 0), 0); /* no wait */
+    assert_true(shim_sinkq_over(q));
+    it = shim_sinkq_take(q, &ended, &result);
+    assert_non_null(it);
+    assert_non_null(it->next);
+    free(it->next);
+    free(it);
+    assert_false(shim_sinkq_over(q));
+    shim_sinkq_unref(q);
+}
+
+static void coroutine_writer_stopped_while_full(void **state)
+{
+    struct cwriter w = {0};
+    struct shim_coro *c;
+
+    (void)state;
+    assert_int_equal(shim_sinkq_new(64, &w.q), 0);
+    assert_int_equal(shim_coro_new(64 * 1024, coro_push, &w, &c), 0);
+    assert_int_equal(shim_coro_resume(c), 0);
+    shim_sinkq_stop(w.q); /* the reader stops: the waiting push fails */
+    assert_false(shim_sinkq_full(w.q));
+    assert_int_equal(shim_coro_resume(c), 1);
+    assert_int_equal(w.rc, -ECANCELED);
+    shim_coro_free(c);
+    shim_sinkq_unref(w.q);
 }
 
 int main(void)
@@ -383,8 +388,9 @@ int main(void)
         cmocka_unit_test(stop_fails_the_writer),
         cmocka_unit_test(queued_answer_replays_in_order),
         cmocka_unit_test(refusing_callback_ends_it),
-        cmocka_unit_test(call_runs_on_the_reader_thread),
-        cmocka_unit_test(call_never_runs_once_stopped_or_late),
+        cmocka_unit_test(coroutine_writer_yields_while_full),
+        cmocka_unit_test(coroutine_writer_stopped_while_full),
+        cmocka_unit_test(one_thread_writer_goes_over_the_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

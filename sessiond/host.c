@@ -261,7 +261,7 @@ static int leave(struct host *h, int wait_ms)
     /* only this host's own files: a successor may already serve DIR (one
      * started while this host ended its sessions, its socket closed) */
     if (shim_store_unlink_own(h->dir, "sock", &h->sock) == -ESTALE)
-        LOG_INFO("session host: %s/sock is a successor's; left to it", h->dir);
+        LOG_INFO("sandbox host: %s/sock is a successor's; left to it", h->dir);
     shim_store_unlink_own(h->dir, "pid", &h->pid);
     rmdir(h->dir); /* fails while a successor's files are there */
     if (lock >= 0)

@@ -5,8 +5,8 @@
  * deleted containers), asking a supervisor to end, the identity's lock,
  * the notes that tell the model its earlier sandbox is gone, and the
  * small accessors. A process is started only by session_host.c (the
- * session host, codeshim-sessiond, which forks each supervisor); the
- * sandbox itself is sandbox/'s business. */
+ * user's sandbox host, codeshim-sessiond, which starts each supervisor,
+ * or a supervisor alone); the sandbox itself is sandbox/'s business. */
 #include "session/session.h"
 #include "session/session_int.h"
 

@@ -92,7 +92,7 @@ int shim_session_take_renewed(struct shim_session *b);
  * off, interpreter, bwrap path, memory, process, disk, file-size and CPU
  * limits, execution timeout and output cap; for e2b also its URLs,
  * domain, template, internet access and a hash of its key. 32 hex digits (pure; out must
- * hold 65 bytes). The session host refuses to start under other settings. */
+ * hold 65 bytes). codeshim-sessiond refuses to start under other settings. */
 void shim_session_settings(const struct shim_config *cfg, char out[65]);
 /* The build of codeshim whose sandbox host exe is (its file: device,
  * inode, size, modification time) with what its fork server imports: 16

@@ -5,9 +5,10 @@
  *                   directory, its socket, the container map, the marks
  *                   of deleted containers), the model's notes, the small
  *                   accessors
- *   session_host.c  starting the identity's session host and asking it
- *                   for a session; the user's sandbox host and the
- *                   sandboxes it lends (a private request's sandbox)
+ *   session_host.c  the user's sandbox host: started when none answers,
+ *                   asked for a lent sandbox (a private request's) and
+ *                   for a session's supervisor; a supervisor started
+ *                   alone where there is no host
  *   session_e2b.c   sessions the backend keeps itself, found by tag (e2b)
  *   session_open.c  a request's sandbox: attach-or-start under the
  *                   identity's lock, the LRU cap, containers found, ended

@@ -93,7 +93,7 @@ const struct shim_setting shim_settings[] = {
     {"CODESHIM_RUNTIME_DIR", SHIM_SET_DIR, F(runtime_dir), 0, 0, 0, NULL, 0, 0,
      "private directory of sessions, continuations and container files", NO_OPT, NO_KEY},
     {"CODESHIM_SESSIOND", SHIM_SET_PATH, F(sessiond), 0, 0, 0, "", 0, 0,
-     "the session host program (default: next to the library)", NO_OPT, NO_KEY},
+     "the sandbox host and session supervisor program (default: next to the library)", NO_OPT, NO_KEY},
     {"CODESHIM_MEMORY", SHIM_SET_SIZE, F(memory_limit), G, 64 * M, T, NULL, 0, 0,
      "memory of a local sandbox", NO_OPT, KEY("memory")},
     {"CODESHIM_PROCS", SHIM_SET_NUM, F(procs_limit), 256, 16, 65536, NULL, 0, 0,

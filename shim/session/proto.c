@@ -9,15 +9,12 @@
 #include "base/text.h"
 
 #include <errno.h>
-#include <sys/un.h>
-#include <stdio.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 

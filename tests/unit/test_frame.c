@@ -121,6 +121,59 @@ static void wait_stops_reads_and_times_out(void **state)
     close(sv[1]);
 }
 
+/* ---- one byte with a descriptor (the sandbox host's lending) ---- */
+
+static void a_byte_carries_a_descriptor(void **state)
+{
+    int sv[2], pv[2], fds[2], n = -1, pid = 0;
+    char b = 0, got[4] = "";
+
+    (void)state;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(pipe(pv), 0);
+    assert_int_equal(shim_frame_send_byte(sv[0], 'S', pv[1]), 0);
+    close(pv[1]);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, &pid, 1000), 0);
+    assert_int_equal(b, 'S');
+    assert_int_equal(n, 1);
+    assert_int_equal(pid, 0); /* no SO_PASSCRED: no credentials */
+    /* the descriptor received is the pipe's write end: it reaches pv[0] */
+    assert_int_equal(write(fds[0], "ok", 2), 2);
+    close(fds[0]);
+    assert_int_equal(read(pv[0], got, sizeof(got) - 1), 2);
+    assert_string_equal(got, "ok");
+    /* none sent: none received */
+    assert_int_equal(shim_frame_send_byte(sv[0], 'N', -1), 0);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, NULL, 1000), 0);
+    assert_int_equal(b, 'N');
+    assert_int_equal(n, 0);
+    /* nothing within the time: -ETIMEDOUT; the peer gone: -ECONNRESET */
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, NULL, 20), -ETIMEDOUT);
+    close(sv[0]);
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, fds, 1, &n, NULL, 1000), -ECONNRESET);
+    close(sv[1]);
+    close(pv[0]);
+}
+
+static void a_descriptor_beyond_max_is_closed(void **state)
+{
+    int sv[2], pv[2], n = -1;
+    char b = 0, c;
+
+    (void)state;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(pipe(pv), 0);
+    assert_int_equal(shim_frame_send_byte(sv[0], 'S', pv[1]), 0);
+    close(pv[1]);
+    /* room for none: the one that came is closed, not leaked */
+    assert_int_equal(shim_frame_recv_byte(sv[1], &b, NULL, 0, &n, NULL, 1000), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(read(pv[0], &c, 1), 0); /* every write end is closed */
+    close(pv[0]);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +181,8 @@ int main(void)
         cmocka_unit_test(bad_lengths_are_refused),
         cmocka_unit_test(a_gone_or_silent_peer_ends_the_read),
         cmocka_unit_test(wait_stops_reads_and_times_out),
+        cmocka_unit_test(a_byte_carries_a_descriptor),
+        cmocka_unit_test(a_descriptor_beyond_max_is_closed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

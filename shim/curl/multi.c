@@ -11,9 +11,10 @@
  * as a coroutine (coro.h) that only the program's calls driving the
  * multi handle resume, on the program's thread (serve). Where the loop
  * would block it yields, saying what it waits for (enum wait):
- *  - a model call: the loop's API table (x->eapi) performs the duplicate
- *    by adding it to the transfer's private multi handle (x->pm) and
- *    yielding until it is done. serve drives x->pm with socket_action
+ *  - an HTTP call (a model call on the duplicate, a backend's own, such
+ *    as e2b's execution stream): http.c's performer (set while the loop
+ *    runs) adds the handle to the transfer's private multi handle (x->pm)
+ *    and yields until it is done. serve drives x->pm with socket_action
  *    on its sockets that poll ready and on its timer, so libcurl runs the
  *    call, and every callback it makes (the program's connection
  *    callbacks through relay.h), inside the program's call on its stack;
@@ -50,6 +51,7 @@
 #include "curl/sink.h"
 #include "curl/sinkq.h"
 #include "curl/xfer.h"
+#include "system/http.h"
 #include "system/config.h"
 
 #include <errno.h>
@@ -107,7 +109,6 @@ struct xfer {
     CURLMsg msg;
     /* the engine */
     const struct shim_curl_api *api; /* the program's libcurl */
-    struct shim_curl_api eapi;  /* the loop's: easy_perform through pm */
     struct shim_intercept_job *job; /* detached: what the loop answers */
     struct shim_coro *co;       /* the loop, from its start to its end */
     unsigned long order;        /* when it was added, for its turn */
@@ -376,8 +377,8 @@ static void untell_wfd(struct mstate *st, struct xfer *x)
 
 /* ---- inside a loop (its coroutine) ---- */
 
-/* The loop's curl_easy_perform of a duplicate (system/http.c calls it,
- * guard up): the call runs in x->pm, driven by serve. */
+/* http.c's performer while a loop runs (a model call on a duplicate, or
+ * a backend's own call): the call runs in x->pm, driven by serve. */
 static CURLcode engine_perform(CURL *h)
 {
     struct xfer *x = tls_x;
@@ -387,8 +388,9 @@ static CURLcode engine_perform(CURL *h)
         LOG_ERR("a model call outside its transfer's loop");
         return CURLE_FAILED_INIT;
     }
-    if (x->stop)
-        return CURLE_ABORTED_BY_CALLBACK;
+    if (x->stop) /* unwinding: what is still called (an e2b session's context
+                   * restart, bounded by its own timeouts) is waited for here */
+        return x->api->easy_perform(h);
     mc = x->api->multi_add_handle(x->pm, h);
     if (mc != CURLM_OK)
         return mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
@@ -430,7 +432,7 @@ static void body(void *arg)
 {
     struct xfer *x = arg;
 
-    x->result = x->stop ? CURLE_ABORTED_BY_CALLBACK : shim_intercept_answer(&x->eapi, x->job);
+    x->result = x->stop ? CURLE_ABORTED_BY_CALLBACK : shim_intercept_answer(x->api, x->job);
 }
 
 /* ---- around a loop, on the program's stack ---- */
@@ -448,8 +450,10 @@ static int resume(struct xfer *x)
     shim_sink_queue_into(x->q);
     shim_xfer_cancel_by(x->q);
     shim_frame_set_waiter(engine_wait);
+    shim_http_set_performer(engine_perform);
     x->wait = W_ROOM; /* a yield that says nothing: the queue's (sinkq.c) */
     over = shim_coro_resume(x->co);
+    shim_http_set_performer(NULL);
     shim_frame_set_waiter(NULL);
     shim_xfer_cancel_by(NULL);
     shim_sink_queue_into(NULL);
@@ -751,8 +755,6 @@ static void start_work(const struct shim_curl_api *api, struct xfer *x,
     REAL(api->multi_setopt(x->pm, CURLMOPT_TIMERDATA, (void *)x));
     (void)rc;
     x->api = api;
-    x->eapi = *api;
-    x->eapi.easy_perform = engine_perform;
     x->job = ij;
     x->pm_at = -1;
     x->wfd = -1;

@@ -122,6 +122,13 @@ struct shim_http_sink {
     struct shim_buf line;   /* a passed line not yet complete */
 };
 
+/* This thread's performer of every transfer shim_http_perform makes
+ * (NULL: the api table's easy_perform, blocking): the multi engine sets
+ * one while a transfer's loop runs (curl/multi.c), so that a model call
+ * and a backend's own calls (e2b's execution stream) alike yield to the
+ * program instead of blocking its call. */
+void shim_http_set_performer(CURLcode (*fn)(CURL *h));
+
 /* Sets h's header and body callbacks to s, performs, and hands on the
  * last line of a passed body. libcurl's result. */
 CURLcode shim_http_perform(const struct shim_curl_api *a, CURL *h, struct shim_http_sink *s);

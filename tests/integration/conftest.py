@@ -179,7 +179,9 @@ def _undelegate(dirs):
     """Ends whatever of the user's still runs in dirs, then removes them,
     the sandboxes' cgroups below first."""
     for d in dirs:
-        subs = sorted((p for p in [d] + list(d.rglob("*")) if p.is_dir()),
+        # (the host removes its sandboxes' cgroups meanwhile: a walk that
+        # finds one gone goes on)
+        subs = sorted([Path(top) for top, _, _ in os.walk(d, onerror=lambda e: None)],
                       key=lambda p: -len(p.parts))
         for sub in subs:
             try:  # (the host may be removing it meanwhile)

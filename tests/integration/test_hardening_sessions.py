@@ -208,7 +208,11 @@ def test_supervisor_refuses_other_settings(tmp_path):
     named after (here: a fingerprint no configuration has)."""
     d = tmp_path / "sess"
     d.mkdir(mode=0o700)
-    p = subprocess.run([REPO / "build" / "codeshim-sessiond", d, "0" * 32],
-                       env=clean_env(preload=False), capture_output=True, timeout=30)
-    assert p.returncode == 1
-    assert not (d / "sock").exists() and not (d / "pid").exists()
+    for args in ([d, "0" * 32, "0" * 16],  # the sandbox host
+                 ["--session", d, "0" * 32, "60", "-", "0"],  # a session's supervisor
+                 ["--session-alone", d, "0" * 32, "60", "-", "0"]):
+        p = subprocess.run([REPO / "build" / "codeshim-sessiond"] + args,
+                           env=clean_env(preload=False), capture_output=True, timeout=30)
+        assert p.returncode == 1, args
+        assert b"settings" in p.stderr, p.stderr
+        assert not (d / "sock").exists() and not (d / "pid").exists()

@@ -688,7 +688,8 @@ CURLcode shim_intercept_answer(const struct shim_curl_api *api, struct shim_inte
     return rc;
 }
 
-CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
+CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h,
+                                shim_intercept_run_fn run)
 {
     struct shim_intercept_job *j;
     CURLcode rc;
@@ -701,7 +702,5 @@ CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h)
             shim_intercept_restore(h);
         return rc;
     }
-    rc = shim_intercept_answer(api, j);
-    shim_intercept_job_free(j);
-    return rc;
+    return run(api, h, j, j->t0);
 }

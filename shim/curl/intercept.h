@@ -12,7 +12,15 @@
 
 struct shim_sinkq;
 
-CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h);
+struct shim_intercept_job;
+
+/* curl_easy_perform(h): libcurl's when the transfer is not ours, else
+ * run(api, h, job, t0), which owns the job (multi.c's engine, driven to
+ * completion). */
+typedef CURLcode (*shim_intercept_run_fn)(const struct shim_curl_api *api, CURL *h,
+                                           struct shim_intercept_job *j, double t0);
+CURLcode shim_intercept_perform(const struct shim_curl_api *api, CURL *h,
+                                shim_intercept_run_fn run);
 
 struct shim_intercept_job;
 

@@ -1091,11 +1091,13 @@ static void drop(struct mstate *st, struct xfer *x, int notify)
 /* ---- the wrappers' bodies ---- */
 
 
+static CURLMcode add_ours(const struct shim_curl_api *api, CURLM *m, CURL *e, int d,
+                          struct shim_intercept_job *ij, double t0);
+
 CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
 {
     struct mstate *st = find(m);
     struct shim_intercept_job *ij = NULL;
-    struct xfer *x;
     CURLMcode rc;
     double t0 = shim_clock_s();
     int d;
@@ -1113,7 +1115,16 @@ CURLMcode shim_multi_add(const struct shim_curl_api *api, CURLM *m, CURL *e)
         REAL(api->multi_add_handle(m, e));
         return rc;
     }
-    st = get_state(api, m);
+    return add_ours(api, m, e, d, ij, t0);
+}
+
+/* Adds e, decided d (ours, or later) with ij, to the engine of m. */
+static CURLMcode add_ours(const struct shim_curl_api *api, CURLM *m, CURL *e, int d,
+                          struct shim_intercept_job *ij, double t0)
+{
+    struct mstate *st = get_state(api, m);
+    struct xfer *x;
+
     x = st ? calloc(1, sizeof(*x)) : NULL;
     if (!x) {
         shim_intercept_job_free(ij);
@@ -1154,6 +1165,43 @@ CURLMcode shim_multi_remove(const struct shim_curl_api *api, CURLM *m, CURL *e)
     drop(st, x, 1);
     retime(st); /* a transfer waiting for its turn may start now */
     return CURLM_OK;
+}
+
+CURLcode shim_multi_run_easy(const struct shim_curl_api *api, CURL *h,
+                             struct shim_intercept_job *ij, double t0)
+{
+    CURLM *m = api->multi_init ? api->multi_init() : NULL;
+    CURLcode rc = CURLE_OK;
+    CURLMsg *msg;
+    int running = 1, done = 0;
+
+    if (!m || add_ours(api, m, h, SHIM_DECIDE_OURS, ij, t0) != CURLM_OK) {
+        if (m)
+            api->multi_cleanup(m);
+        return CURLE_OUT_OF_MEMORY; /* (add_ours freed ij) */
+    }
+    while (!done) {
+        long ms = 1000;
+        if (shim_multi_perform(api, m, &running) != CURLM_OK) {
+            rc = CURLE_FAILED_INIT;
+            break;
+        }
+        while ((msg = shim_multi_info_read(api, m, NULL)) != NULL)
+            if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) {
+                rc = msg->data.result;
+                done = 1;
+            }
+        if (done || !running)
+            break;
+        if (shim_multi_timeout(api, m, &ms) == CURLM_OK && ms == 0)
+            continue;
+        shim_multi_wait(api, m, NULL, 0, ms < 0 || ms > 1000 ? 1000 : (int)ms, NULL, 1);
+    }
+    if (!done && rc == CURLE_OK)
+        rc = CURLE_FAILED_INIT;
+    shim_multi_remove(api, m, h);
+    shim_multi_cleanup(api, m);
+    return rc;
 }
 
 CURLMcode shim_multi_perform(const struct shim_curl_api *api, CURLM *m, int *running)

@@ -50,6 +50,14 @@ CURLMcode shim_multi_setopt(const struct shim_curl_api *api, CURLM *m, CURLMopti
 CURLMcode shim_multi_assign(const struct shim_curl_api *api, CURLM *m, curl_socket_t s,
                             void *p);
 CURLMcode shim_multi_cleanup(const struct shim_curl_api *api, CURLM *m);
+/* curl_easy_perform of a transfer codeshim answers (ij, decided by
+ * intercept.c at t0; owned from here): the same engine as a multi
+ * transfer's, on a multi handle of its own, driven to completion here,
+ * as libcurl's easy interface drives its own multi handle. The
+ * transfer's result. */
+struct shim_intercept_job;
+CURLcode shim_multi_run_easy(const struct shim_curl_api *api, CURL *h,
+                             struct shim_intercept_job *ij, double t0);
 /* curl_easy_pause(e, bits) of an intercepted multi transfer: delivery
  * to its write callback holds while CURLPAUSE_RECV is set and goes on
  * from the refused chunk once cleared (sink.h). 1 when e is one, else 0

@@ -191,7 +191,7 @@ WRAPPER CURLcode w_perform(enum shim_flavor f, int in, CURL *h)
         STRAIGHT(api->easy_perform(h));
     if (shim_multi_owns(h)) /* libcurl's answer for a handle in a multi */
         return CURLE_FAILED_INIT;
-    return shim_intercept_perform(api, h);
+    return shim_intercept_perform(api, h, shim_multi_run_easy);
 }
 
 /* While some handle holds a synthetic answer (handles.h): it, else

@@ -390,6 +390,13 @@ CURLcode shim_sink_begin(struct shim_sink *s, long status, long http_version,
             return s->rc;
         }
         p += n;
+        if (s->replaying && (s->paused & CURLPAUSE_RECV) && p < end) {
+            /* curl_easy_pause from that callback: the next line waits */
+            s->head_held = 1;
+            s->head_off = (size_t)(p - block.data);
+            shim_buf_free(&block);
+            return s->rc;
+        }
     }
     if (s->rc == CURLE_OK && s->v->failonerror && status >= 400) {
         char msg[96];

@@ -249,7 +249,7 @@ WRAPPER CURLcode w_pause(enum shim_flavor f, int in, CURL *h, int bits)
     CURLcode rc;
     (void)in;
 
-    if (!disabled() && (shim_xfer_pause(h, bits) || shim_multi_pause(h, bits)))
+    if (!disabled() && shim_multi_pause(h, bits))
         return CURLE_OK;
     if (!api)
         return CURLE_FAILED_INIT;

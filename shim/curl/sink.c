@@ -207,41 +207,15 @@ static size_t call_write(shim_write_fn fn, const char *p, size_t n, void *ud)
     return fwrite(p, 1, n, ud ? (FILE *)ud : stdout);
 }
 
-/* While the program keeps the transfer's receiving paused: its progress
- * callback (which may unpause it) every PAUSE_TICK_MS, its deadline. */
-#define PAUSE_TICK_MS 20
-
-static CURLcode wait_unpaused(struct shim_sink *s)
-{
-    struct timespec t = {0, PAUSE_TICK_MS * 1000000L};
-
-    while (s->rc == CURLE_OK && (s->x->paused & CURLPAUSE_RECV)) {
-        if (shim_xfer_check(s->x) != CURLE_OK)
-            return limits(s);
-        if (s->x->paused & CURLPAUSE_RECV)
-            nanosleep(&t, NULL);
-    }
-    return s->rc;
-}
-
-/* One write to a program's callback, as libcurl pauses it: while paused
- * nothing is written; a callback that answers CURL_WRITEFUNC_PAUSE is
- * given the same bytes again once unpaused (a transfer this thread's
- * curl_easy_perform answers: s->x). What the callback took, or 0 when the
- * transfer's limits ended it meanwhile. */
+/* One write to a program's callback. CURL_WRITEFUNC_PAUSE pauses only a
+ * replay (multi.c gives the same bytes again on resume); elsewhere
+ * (nothing the program drives) it fails the transfer. What the callback
+ * took. */
 static size_t paused_write(struct shim_sink *s, shim_write_fn fn, const char *p, size_t n,
                            void *ud)
 {
-    size_t took;
+    size_t took = call_write(fn, p, n, ud);
 
-    for (;;) {
-        if (s->x && (s->x->paused & CURLPAUSE_RECV) && wait_unpaused(s) != CURLE_OK)
-            return 0;
-        took = call_write(fn, p, n, ud);
-        if (took != CURL_WRITEFUNC_PAUSE || !s->x)
-            break;
-        s->x->paused |= CURLPAUSE_RECV;
-    }
     if (took == CURL_WRITEFUNC_PAUSE && !s->replaying)
         LOG_WARN("the program paused a transfer codeshim answers from a callback that "
                  "cannot pause here; failing it");

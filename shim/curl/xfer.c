@@ -121,12 +121,3 @@ CURLcode shim_xfer_check(struct shim_xfer *x)
     return x->rc; /* the callback may have tripped it from inside (a nested check) */
 }
 
-int shim_xfer_pause(CURL *h, int bits)
-{
-    struct shim_xfer *x = shim_xfer_find(h);
-
-    if (!x)
-        return 0;
-    x->paused = bits & (CURLPAUSE_RECV | CURLPAUSE_SEND);
-    return 1;
-}

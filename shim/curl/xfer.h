@@ -5,17 +5,19 @@
  * while it runs, and curl_easy_pause's receive pause.
  *
  * One struct shim_xfer lives on the stack of the call that answers the
- * transfer (shim_intercept_answer: the program's curl_easy_perform, or a
- * multi transfer's loop, a coroutine of multi.c on the program's thread);
+ * transfer (shim_intercept_answer, in the transfer's loop: a coroutine of
+ * multi.c on the program's thread, for curl_easy_perform as for a multi
+ * handle);
  * everything below it finds it by the handle the answer uses
  * (shim_xfer_find; the thread's list holds the coroutines' too, each
  * under its own handle): the sink (delivery, pausing),
  * the upstream calls (their CURLOPT_TIMEOUT_MS is the time left, their
  * progress is this one), the executions (interrupted when it trips).
- * The program's callbacks are called only from shim_xfer_check, and only
- * in curl_easy_perform: a multi loop's view has none (the deadline holds
- * there, counted from curl_multi_add_handle; multi.c calls the progress
- * callback itself).
+ * The loop's view of the transfer has no callback of the program's (the
+ * deadline holds there, counted from curl_multi_add_handle or the start
+ * of curl_easy_perform): multi.c calls the progress callback itself, and
+ * pauses the replay (sink.h) on curl_easy_pause. shim_xfer_check calls a
+ * progress callback only for a view that keeps one.
  *
  * Once tripped (the deadline passed, or the callback returned nonzero),
  * a transfer stays failed: rc and message are what the program gets, in
@@ -35,7 +37,6 @@ struct shim_xfer {
     struct shim_handle_limits lim;
     double t0;
     int in_cb;  /* the program's progress callback is running */
-    int paused; /* CURLPAUSE_RECV / _SEND bits the program set */
     /* what the program is told: bytes delivered of how many (0:
      * unknown), the request body read of its length */
     curl_off_t dltotal, dlnow, ultotal, ulnow;
@@ -68,8 +69,5 @@ long shim_xfer_left_ms(const struct shim_xfer *x);
  * program's progress callback (not from inside itself), whose nonzero
  * answer trips it (CURLE_ABORTED_BY_CALLBACK). Returns x->rc. */
 CURLcode shim_xfer_check(struct shim_xfer *x);
-/* curl_easy_pause(h, bits) for a transfer this thread answers: records
- * the bits and returns 1; 0 when h is none (libcurl's then). */
-int shim_xfer_pause(CURL *h, int bits);
 
 #endif

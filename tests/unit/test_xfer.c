@@ -143,7 +143,7 @@ static void old_progress_and_noprogress(void **state)
     shim_xfer_end(&x);
 }
 
-static void stack_and_pause(void **state)
+static void nested_transfers_stack(void **state)
 {
     struct shim_handle_view v;
     struct shim_xfer a, b;
@@ -151,16 +151,10 @@ static void stack_and_pause(void **state)
     (void)state;
     view(&v, 0, NULL);
     assert_null(shim_xfer_find(H(0x20)));
-    assert_int_equal(shim_xfer_pause(H(0x20), CURLPAUSE_RECV), 0);
     shim_xfer_begin(&a, H(0x20), &v, shim_clock_s());
     shim_xfer_begin(&b, H(0x21), &v, shim_clock_s()); /* a callback's own transfer */
     assert_ptr_equal(shim_xfer_find(H(0x20)), &a);
     assert_ptr_equal(shim_xfer_find(H(0x21)), &b);
-    assert_int_equal(shim_xfer_pause(H(0x20), CURLPAUSE_RECV), 1);
-    assert_int_equal(a.paused, CURLPAUSE_RECV);
-    assert_int_equal(b.paused, 0);
-    assert_int_equal(shim_xfer_pause(H(0x20), CURLPAUSE_CONT), 1);
-    assert_int_equal(a.paused, 0);
     shim_xfer_end(&b);
     assert_null(shim_xfer_find(H(0x21)));
     assert_ptr_equal(shim_xfer_find(H(0x20)), &a);
@@ -201,7 +195,7 @@ int main(void)
         cmocka_unit_test(deadline_trips_in_libcurls_words),
         cmocka_unit_test(callback_counts_and_aborts),
         cmocka_unit_test(old_progress_and_noprogress),
-        cmocka_unit_test(stack_and_pause),
+        cmocka_unit_test(nested_transfers_stack),
         cmocka_unit_test(stopped_queue_cancels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

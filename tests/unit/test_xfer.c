@@ -1,6 +1,6 @@
 /* Unit tests: xfer.c, the program's limits on an intercepted transfer
  * (xfer.h): the deadline and its words, the progress callback and its
- * answers, the thread's stack of transfers, pausing. Handles are fake
+ * answers, the thread's stack of transfers. Handles are fake
  * pointer values: xfer.c never dereferences them. */
 #include <setjmp.h>
 #include <stdarg.h>

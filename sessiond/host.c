@@ -111,17 +111,26 @@ static void refuse(int fd, const char *why)
 }
 
 /* An identity as the library names its directory: "anonymous" or 32
- * lowercase hex digits (identity.h), so never a path. */
+ * lowercase hex digits (identity.h), the shape of a session's name too;
+ * so never a path. */
 static int is_identity(const char *id)
 {
-    size_t i;
+    return !strcmp(id, "anonymous") || shim_session_is_name(id);
+}
 
-    if (!strcmp(id, "anonymous"))
-        return 1;
-    for (i = 0; id[i]; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return 0;
-    return i == 32;
+/* 1 when path is a directory (not a link) of this user's. */
+static int own_dir(const char *path)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
+/* The fork server looked at again, unless there is none to have. */
+static void keep_warm(struct host *h)
+{
+    if (h->warm >= 0)
+        h->warm = shim_sandbox_keep_warm(h->cfg);
 }
 
 /* An open request, checked: its session directory is <identity dir>/<32
@@ -135,15 +144,12 @@ static int parse_open(const struct host *h, const cJSON *req, struct sessiond_op
     const cJSON *jb = cJSON_GetObjectItem(req, "bind");
     double ttl = cJSON_GetNumberValue(cJSON_GetObjectItem(req, "ttl"));
     char iddir[SHIM_PATH_MAX];
-    struct stat st;
 
     o->bind = jb ? cJSON_GetStringValue(jb) : "";
     o->ttl_s = ttl >= 1 && ttl <= SHIM_SESSION_TTL_MAX ? (int)ttl : 0;
     if (!id || !is_identity(id) || !name || !shim_session_is_name(name) ||
-        shim_fileio_join(iddir, sizeof(iddir), h->rtdir, id) < 0 ||
-        lstat(iddir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-        shim_fileio_join(o->dir, sizeof(o->dir), iddir, name) < 0 ||
-        lstat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        shim_fileio_join(iddir, sizeof(iddir), h->rtdir, id) < 0 || !own_dir(iddir) ||
+        shim_fileio_join(o->dir, sizeof(o->dir), iddir, name) < 0 || !own_dir(o->dir) ||
         !o->bind || !o->ttl_s ||
         (o->bind[0] && (strncmp(o->bind, "cntr_", 5) || strlen(o->bind) >= 64)))
         return -EINVAL;
@@ -157,8 +163,7 @@ static void status(struct host *h, int fd)
 {
     cJSON *ans = cJSON_CreateObject();
 
-    if (h->warm >= 0)
-        h->warm = shim_sandbox_keep_warm(h->cfg);
+    keep_warm(h);
     if (ans) {
         cJSON_AddTrueToObject(ans, "ok");
         cJSON_AddBoolToObject(ans, "warm", h->warm == 1);
@@ -202,8 +207,7 @@ static void open_session(struct host *h, const cJSON *req, int fd)
         refuse(fd, "too many sessions");
         return;
     }
-    if (h->warm >= 0)
-        h->warm = shim_sandbox_keep_warm(h->cfg);
+    keep_warm(h);
     /* a pooled sandbox, else (the fork server still imports, or failed)
      * the session opens one the cold way */
     rc = sessiond_pool_lend(&h->pool, h->warm, &o.lent_fd, &o.lent_pid);
@@ -238,8 +242,7 @@ static void request(struct host *h, int fd)
     if (op && !strcmp(op, "status")) {
         status(h, fd);
     } else if (op && !strcmp(op, "take")) {
-        if (h->warm >= 0)
-            h->warm = shim_sandbox_keep_warm(h->cfg);
+        keep_warm(h);
         sessiond_pool_take(&h->pool, fd, h->warm);
     } else if (op && !strcmp(op, "open")) {
         open_session(h, req, fd);
@@ -363,8 +366,7 @@ int sessiond_host(const struct shim_config *cfg, const char *dir, const char *se
             request(&h, fd);
             h.last = shim_clock_ms();
         }
-        if (h.warm >= 0)
-            h.warm = shim_sandbox_keep_warm(cfg);
+        keep_warm(&h);
         sessiond_pool_fill(&h.pool, h.warm);
     }
     sessiond_waiting_close(&h.w);

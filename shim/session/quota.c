@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/fileio.h"
 #include "session/proto.h"
+#include "session/session.h"
 #include "store/store.h"
 #include "system/config.h"
 
@@ -20,16 +21,6 @@
 
 #define LOCK_WAIT_MS 30000
 #define STARTING_S 120 /* a directory without a socket yet: being started */
-
-static int is_hex32(const char *n)
-{
-    size_t i;
-
-    for (i = 0; i < 32; i++)
-        if (!n[i] || !strchr("0123456789abcdef", n[i]))
-            return 0;
-    return n[32] == '\0';
-}
 
 /* 1 when dir holds a live process (its socket answers) or one being
  * started (made lately, no socket yet); a dead one's stale socket counts
@@ -62,7 +53,7 @@ static int count_in(const char *parent, int hex, const char *skip)
     int n = 0;
 
     while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || (hex && !is_hex32(e->d_name)) ||
+        if (e->d_name[0] == '.' || (hex && !shim_session_is_name(e->d_name)) ||
             shim_fileio_join(p, sizeof(p), parent, e->d_name) < 0 || (skip && !strcmp(p, skip)))
             continue;
         n += holds(p);

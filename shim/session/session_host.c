@@ -270,29 +270,16 @@ static int take_lent(const struct shim_config *cfg, const char *settings, int *f
     return rc;
 }
 
-/* Sends b's open on fd and reads the answer (the session's process's, or
- * the host's refusal). 0; -ECONNRESET or -EPIPE when nothing answered and
- * nothing holds the connection any more (so no session was started);
- * -ECHILD when refused; -ETIMEDOUT. */
-static int ask_open(int fd, const struct shim_session *b, int with_identity)
+/* The answer to a session's start on fd (its process's, once the
+ * session listens, or the host's refusal): 0; -ECONNRESET when nothing
+ * answered and nothing holds the connection any more (so no session was
+ * started); -ECHILD when refused; -ETIMEDOUT. */
+static int started(int fd)
 {
-    cJSON *msg = cJSON_CreateObject(), *ans = NULL;
+    cJSON *ans = NULL;
     const char *why;
-    int rc;
+    int rc = shim_proto_recv(fd, &ans, HOST_OPEN_MS);
 
-    if (!msg)
-        return -ENOMEM;
-    cJSON_AddStringToObject(msg, "op", "open");
-    if (with_identity)
-        cJSON_AddStringToObject(msg, "identity", b->identity[0] ? b->identity : "anonymous");
-    cJSON_AddStringToObject(msg, "name", b->name);
-    if (b->bind[0])
-        cJSON_AddStringToObject(msg, "bind", b->bind);
-    cJSON_AddNumberToObject(msg, "ttl", b->cfg->session_ttl_s);
-    rc = with_identity ? shim_proto_send(fd, msg, 5000) : 0;
-    cJSON_Delete(msg);
-    if (rc == 0)
-        rc = shim_proto_recv(fd, &ans, HOST_OPEN_MS);
     if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok"))) {
         why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
         LOG_ERR("the session could not start: %.200s", why ? why : "?");
@@ -300,6 +287,26 @@ static int ask_open(int fd, const struct shim_session *b, int with_identity)
     }
     cJSON_Delete(ans);
     return rc;
+}
+
+/* Asks the host on fd to start b's session; as started(), and -EPIPE
+ * when the request could not be sent (nothing was started). */
+static int ask_open(int fd, const struct shim_session *b)
+{
+    cJSON *msg = cJSON_CreateObject();
+    int rc;
+
+    if (!msg)
+        return -ENOMEM;
+    cJSON_AddStringToObject(msg, "op", "open");
+    cJSON_AddStringToObject(msg, "identity", b->identity[0] ? b->identity : "anonymous");
+    cJSON_AddStringToObject(msg, "name", b->name);
+    if (b->bind[0])
+        cJSON_AddStringToObject(msg, "bind", b->bind);
+    cJSON_AddNumberToObject(msg, "ttl", b->cfg->session_ttl_s);
+    rc = shim_proto_send(fd, msg, 5000);
+    cJSON_Delete(msg);
+    return rc == 0 ? started(fd) : rc;
 }
 
 /* Starts b's session process alone (no host to be had): it opens its
@@ -317,7 +324,7 @@ static int start_alone(struct shim_session *b)
     rc = run_sessiond(b->cfg, argv, &sp[1], 1);
     close(sp[1]);
     if (rc == 0)
-        rc = ask_open(sp[0], b, 0);
+        rc = started(sp[0]);
     close(sp[0]);
     return rc;
 }
@@ -333,7 +340,7 @@ int shim_session_start(struct shim_session *b)
         return rc == -EUSERS ? SHIM_SESSION_USER_CAP : rc;
     if (host_usable(b->cfg)) {
         fd = connect_host(b->cfg, b->settings, 1);
-        rc = fd < 0 ? fd : ask_open(fd, b, 1);
+        rc = fd < 0 ? fd : ask_open(fd, b);
         if (fd >= 0)
             close(fd);
         if (rc != -ECONNRESET && rc != -EPIPE && fd >= 0)

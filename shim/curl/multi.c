@@ -896,14 +896,12 @@ static void progress(struct mstate *st, struct xfer *x)
     const struct shim_handle_limits *l = &x->pv.lim;
     curl_off_t dn = x->out.info.size_download, ut = (curl_off_t)x->pv.body_len;
     curl_off_t dt = x->out.info.content_length > 0 ? x->out.info.content_length : 0;
-    int r;
+    int stop;
 
     if (!wants_progress(x))
         return;
-    r = l->xferinfo ? l->xferinfo(l->progress_data, dt, dn, ut, ut)
-                    : l->progress(l->progress_data, (double)dt, (double)dn, (double)ut,
-                                  (double)ut);
-    if (x->gone || x->done || !r || r == CURL_PROGRESSFUNC_CONTINUE)
+    stop = shim_xfer_call_progress(l, dt, dn, ut, ut);
+    if (x->gone || x->done || !stop)
         return;
     shim_sink_fail(&x->out, CURLE_ABORTED_BY_CALLBACK, "Callback aborted");
     finish(st, x, CURLE_ABORTED_BY_CALLBACK);

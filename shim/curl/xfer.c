@@ -87,23 +87,28 @@ static CURLcode trip(struct shim_xfer *x, CURLcode rc)
     return rc;
 }
 
-/* The program's progress callback; 1 when it asks to stop. */
+int shim_xfer_call_progress(const struct shim_handle_limits *l, curl_off_t dltotal,
+                            curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    int r;
+
+    if (l->noprogress || (!l->xferinfo && !l->progress))
+        return 0;
+    r = l->xferinfo ? l->xferinfo(l->progress_data, dltotal, dlnow, ultotal, ulnow)
+                    : l->progress(l->progress_data, (double)dltotal, (double)dlnow,
+                                  (double)ultotal, (double)ulnow);
+    return r != 0 && r != CURL_PROGRESSFUNC_CONTINUE;
+}
+
+/* x's progress callback, not from inside itself; 1 when it asks to stop. */
 static int call_progress(struct shim_xfer *x)
 {
-    const struct shim_handle_limits *l = &x->lim;
-    int rc = 0;
+    int rc;
 
-    if (l->noprogress || x->in_cb || (!l->xferinfo && !l->progress))
+    if (x->in_cb)
         return 0;
     x->in_cb = 1;
-    if (l->xferinfo) {
-        int r = l->xferinfo(l->progress_data, x->dltotal, x->dlnow, x->ultotal, x->ulnow);
-        rc = r != 0 && r != CURL_PROGRESSFUNC_CONTINUE;
-    } else {
-        int r = l->progress(l->progress_data, (double)x->dltotal, (double)x->dlnow,
-                            (double)x->ultotal, (double)x->ulnow);
-        rc = r != 0 && r != CURL_PROGRESSFUNC_CONTINUE;
-    }
+    rc = shim_xfer_call_progress(&x->lim, x->dltotal, x->dlnow, x->ultotal, x->ulnow);
     x->in_cb = 0;
     return rc;
 }

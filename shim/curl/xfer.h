@@ -69,5 +69,10 @@ long shim_xfer_left_ms(const struct shim_xfer *x);
  * program's progress callback (not from inside itself), whose nonzero
  * answer trips it (CURLE_ABORTED_BY_CALLBACK). Returns x->rc. */
 CURLcode shim_xfer_check(struct shim_xfer *x);
+/* The program's progress callback of l (XFERINFOFUNCTION, else
+ * PROGRESSFUNCTION; none with NOPROGRESS) told these numbers: 1 when it
+ * asks to stop (nonzero, and not CURL_PROGRESSFUNC_CONTINUE), else 0. */
+int shim_xfer_call_progress(const struct shim_handle_limits *l, curl_off_t dltotal,
+                            curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
 
 #endif
